@@ -1,0 +1,1 @@
+"""The `secsched` command line."""

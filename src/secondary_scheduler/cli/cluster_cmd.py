@@ -1,0 +1,201 @@
+"""`secsched cluster …`: build, start, inspect and stop the local control plane."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+from rich.table import Table
+
+from secondary_scheduler.cluster import build as build_module
+from secondary_scheduler.cluster import versions
+from secondary_scheduler.cluster.localcluster import ClusterError, ClusterOptions, LocalCluster
+from secondary_scheduler.cluster.nodes import NodeShape
+from secondary_scheduler.cluster.progress import console
+
+name_option = click.option(
+    "--name",
+    default="secsched",
+    show_default=True,
+    help="Cluster name: several clusters can run side by side.",
+)
+
+
+def _fail(error: Exception) -> None:
+    console.print(f"[red]error:[/red] {error}")
+    sys.exit(1)
+
+
+@click.group()
+def cluster() -> None:
+    """A real Kubernetes control plane on this machine: etcd, kube-apiserver,
+    kube-controller-manager, KWOK fake nodes, the upstream kube-scheduler and Prometheus."""
+
+
+@cluster.command("build")
+def build_command() -> None:
+    """Build (or reuse) the control-plane binaries from the Go module proxy.
+
+    Binaries go to a cache outside the repository (override with $SECSCHED_CACHE_DIR);
+    a cold build takes 15-30 minutes on 2 cores, a warm one a moment."""
+    try:
+        path = build_module.build()
+    except build_module.BuildError as error:
+        _fail(error)
+    for spec in versions.BINARIES:
+        console.print(f"  {spec.name:<24} {path / spec.name}")
+
+
+@cluster.command("up")
+@name_option
+@click.option("--nodes", default=3, show_default=True, help="Number of KWOK fake nodes.")
+@click.option("--node-cpu", default="16", show_default=True, help="CPU capacity of each node.")
+@click.option("--node-memory", default="64Gi", show_default=True, help="Memory capacity of each node.")
+@click.option("--max-pods", default=110, show_default=True, help="Pod capacity of each node.")
+@click.option("--mixed-sizes", is_flag=True, help="Cycle nodes through 8, 16 and 32 cores (32/64/128Gi).")
+@click.option("--zones", default=3, show_default=True, help="Spread nodes over this many zones.")
+@click.option(
+    "--default-scheduler/--no-default-scheduler",
+    default=True,
+    show_default=True,
+    help="Run the upstream kube-scheduler as the cluster's default-scheduler.",
+)
+@click.option(
+    "--prometheus/--no-prometheus",
+    default=True,
+    show_default=True,
+    help="Run Prometheus and the node-load exporter.",
+)
+@click.option(
+    "--base-cpu",
+    type=click.FloatRange(0, 1),
+    default=0.0,
+    show_default=True,
+    help="Starting base CPU load of every node, as a ratio.",
+)
+@click.option(
+    "--base-memory",
+    type=click.FloatRange(0, 1),
+    default=0.0,
+    show_default=True,
+    help="Starting base memory load of every node, as a ratio.",
+)
+@click.option(
+    "--noise",
+    type=click.FloatRange(0, 1),
+    default=0.0,
+    show_default=True,
+    help="Standard deviation of the load noise (ratio), so stddev_over_time is not 0.",
+)
+def up(
+    name: str,
+    nodes: int,
+    node_cpu: str,
+    node_memory: str,
+    max_pods: int,
+    mixed_sizes: bool,
+    zones: int,
+    default_scheduler: bool,
+    prometheus: bool,
+    base_cpu: float,
+    base_memory: float,
+    noise: float,
+) -> None:
+    """Start a local cluster and leave it running; prints how to use it with kubectl."""
+    options = ClusterOptions(
+        name=name,
+        nodes=nodes,
+        shape=None if mixed_sizes else NodeShape(node_cpu, node_memory, max_pods),
+        zones=zones,
+        default_scheduler=default_scheduler,
+        prometheus=prometheus,
+        base_load={"default": {"cpu": base_cpu, "memory": base_memory, "noise": noise}},
+    )
+    try:
+        local = LocalCluster(options).up()
+    except (ClusterError, build_module.BuildError) as error:
+        _fail(error)
+    kubectl = versions.bin_dir() / "kubectl"
+    console.print(
+        f"\nkubeconfig: {local.kubeconfig}\n  export KUBECONFIG={local.kubeconfig}\n  {kubectl} get nodes"
+    )
+    if prometheus:
+        console.print(f"Prometheus: {local.prometheus_url}    load exporter: {local.exporter_url}/load")
+    console.print(f"Stop it with: secsched cluster down{'' if name == 'secsched' else f' --name {name}'}")
+
+
+@cluster.command("down")
+@name_option
+def down(name: str) -> None:
+    """Stop exactly the processes `cluster up` started (by pid) and delete the cluster's data."""
+    try:
+        LocalCluster.attach(name).down()
+    except ClusterError as error:
+        _fail(error)
+
+
+@cluster.command("status")
+@name_option
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def status(name: str, as_json: bool) -> None:
+    """Tell what runs where: each process, its pid and log, and the cluster's addresses."""
+    try:
+        local = LocalCluster.attach(name)
+    except ClusterError as error:
+        _fail(error)
+    components = local.status()
+    addresses = {"apiserver": local.api_url, "kubeconfig": str(local.kubeconfig)}
+    if local.options.prometheus:
+        addresses |= {"prometheus": local.prometheus_url, "exporter": local.exporter_url}
+    if as_json:
+        click.echo(json.dumps({"components": components, "addresses": addresses}, indent=2))
+        return
+    table = Table(title=f"cluster {name!r}")
+    for column in ("component", "pid", "state", "log"):
+        table.add_column(column)
+    for component, info in components.items():
+        state = "[green]running[/green]" if info["running"] else "[red]stopped[/red]"
+        table.add_row(component, str(info["pid"]), state, info["log"])
+    console.print(table)
+    for key, value in addresses.items():
+        console.print(f"{key:>11}: {value}")
+
+
+@cluster.command("load")
+@name_option
+@click.option("--node", "nodes", multiple=True, help="Node to change (repeatable); default: every node.")
+@click.option("--cpu", type=click.FloatRange(0, 1), help="Base CPU load ratio.")
+@click.option("--memory", type=click.FloatRange(0, 1), help="Base memory load ratio.")
+@click.option("--noise", type=click.FloatRange(0, 1), help="Noise standard deviation (ratio).")
+@click.option("--pod-factor", type=click.FloatRange(0), help="Multiplier applied to pod requests.")
+def load(
+    name: str,
+    nodes: tuple[str, ...],
+    cpu: float | None,
+    memory: float | None,
+    noise: float | None,
+    pod_factor: float | None,
+) -> None:
+    """Show, or change at run time, the node-load model the exporter serves to Prometheus."""
+    try:
+        local = LocalCluster.attach(name)
+        values = {
+            key: value
+            for key, value in (("cpu", cpu), ("memory", memory), ("noise", noise))
+            if value is not None
+        }
+        update: dict[str, object] = {}
+        if values:
+            update = {"nodes": {node: values for node in nodes}} if nodes else {"default": values}
+        if pod_factor is not None:
+            update["podFactor"] = pod_factor
+        result = local.set_base_load(update) if update else local.load()
+    except ClusterError as error:
+        _fail(error)
+    table = Table(title="node load (ratios, without noise)")
+    for column in ("node", "cpu", "memory"):
+        table.add_column(column, justify="right" if column != "node" else "left")
+    for node, current in sorted(result["current"].items()):
+        table.add_row(node, f"{current['cpu']:.2f}", f"{current['memory']:.2f}")
+    console.print(table)

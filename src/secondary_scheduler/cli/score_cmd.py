@@ -1,0 +1,191 @@
+"""`secsched score`: why a pod (a VM) would land where it lands, plugin by plugin and node by node."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import sys
+
+import click
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from secondary_scheduler.cli.score_inputs import InputError, load_pod, load_snapshot
+from secondary_scheduler.cli.score_run import CycleError, NodeReport, ScoreReport, explain
+from secondary_scheduler.config import ConfigError, load_config_file
+from secondary_scheduler.config.model import Profile
+
+_TRIMARAN_LOGGER = "secondary_scheduler.plugins.trimaran"
+
+
+@click.command("score")
+@click.option(
+    "--config",
+    "config_path",
+    required=True,
+    type=click.Path(exists=True, dir_okay=False),
+    help="KubeSchedulerConfiguration file.",
+)
+@click.option("--profile", "profile_name", help="schedulerName of the profile to run (default: the first).")
+@click.option(
+    "--snapshot",
+    "snapshot_path",
+    required=True,
+    type=click.Path(exists=True, dir_okay=False),
+    help="YAML/JSON with nodes, pods, and optionally metrics, recentlyScheduled, now.",
+)
+@click.option(
+    "--pod",
+    "pod_path",
+    required=True,
+    type=click.Path(exists=True, dir_okay=False),
+    help="The v1 Pod to place.",
+)
+@click.option("--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
+def score(config_path: str, profile_name: str | None, snapshot_path: str, pod_path: str, output: str) -> None:
+    """Run one scheduling cycle for the --pod over the --snapshot, in memory, and explain it.
+
+    \b
+    Snapshot keys:
+      nodes              v1 Nodes (capacity and allocatable)
+      pods               v1 Pods bound to those nodes (spec.nodeName)
+      metrics            a load-watcher WatcherMetrics object (optional)
+      recentlyScheduled  [{pod: NAMESPACE/NAME or a Pod, timestamp: UNIX_SECONDS}] (optional)
+      now                Unix seconds the cycle runs at (default: the metrics' timestamp)
+
+    Metrics come from the file, never from the configured source. The pod's
+    schedulerName need not match the profile. The table shows each plugin's score
+    ("raw→normalized" when the plugin rescales it), the weighted total, why filtered-out
+    nodes do not fit, and what the load-aware plugins based their scores on.
+    """
+    try:
+        loaded = load_config_file(config_path)
+    except ConfigError as error:
+        for problem in error.problems:
+            click.echo(f"error: {problem.render(error.source)}", err=True)
+        sys.exit(1)
+    for warning in loaded.warnings:
+        click.echo(f"warning: {warning.render(loaded.source)}", err=True)
+    profile = _profile(loaded.config.profiles, profile_name, config_path)
+    try:
+        snapshot = load_snapshot(snapshot_path)
+        pod = load_pod(pod_path)
+    except InputError as error:
+        raise click.ClickException(str(error)) from error
+    # The notes below say what the load-aware plugins would log.
+    logging.getLogger(_TRIMARAN_LOGGER).setLevel(logging.ERROR)
+    try:
+        report = explain(profile, snapshot, pod, loaded.config.percentage_of_nodes_to_score)
+    except CycleError as error:
+        raise click.ClickException(f"the scheduling cycle failed: {error}") from error
+    if output == "json":
+        click.echo(json.dumps(report.as_json(), indent=2))
+        for note in report.notes:
+            for line in note.lines():
+                click.echo(f"note: {note.plugin}: {line}", err=True)
+    else:
+        _print_table(report)
+
+
+def _profile(profiles: tuple[Profile, ...], name: str | None, config_path: str) -> Profile:
+    if name is None:
+        return profiles[0]
+    for profile in profiles:
+        if profile.scheduler_name == name:
+            return profile
+    names = ", ".join(profile.scheduler_name for profile in profiles)
+    raise click.ClickException(
+        f"{config_path}: profiles: no profile has schedulerName {name!r}; it has {names}: pass one of them"
+    )
+
+
+def _print_table(report: ScoreReport) -> None:
+    console = Console(highlight=False)
+    selected = report.selected or "none: the pod fits no node"
+    console.print(
+        Text.assemble(
+            "Pod ",
+            (report.pod, "bold"),
+            " → ",
+            (selected, "bold green" if report.selected else "bold red"),
+            f"   (profile {report.profile})",
+        )
+    )
+    shown, same = _split_plugins(report)
+    table = Table(show_edge=False, pad_edge=False)
+    table.add_column("")
+    table.add_column("Node", no_wrap=True)
+    table.add_column("Total", justify="right")
+    for plugin, weight in shown:
+        table.add_column(f"{_words(plugin)} ×{weight}", justify="right")
+    infeasible = any(not node.feasible for node in report.nodes)
+    if infeasible:
+        table.add_column("Not feasible because")
+    for node in report.nodes:
+        table.add_row(*_row(report, node, shown, infeasible), style=_style(report, node))
+    console.print(table)
+    if report.message:
+        console.print(Text(report.message, style="red"))
+    if len(report.tied) > 1:
+        console.print(f"Tie between {', '.join(report.tied)}: the scheduler picks one at random.")
+    if same:
+        console.print(f"Same on every feasible node: {', '.join(same)}.")
+    console.print(
+        Text(
+            '▶ chosen, ✗ filtered out. Cells: the plugin\'s score ("raw→normalized" when it rescales it). '
+            "Total = Σ normalized × weight.",
+            style="dim",
+        )
+    )
+    if report.notes:
+        console.print("Load-aware plugins (metrics from the snapshot file, not their configured sources):")
+    for note in report.notes:
+        console.print(Text(note.plugin, style="bold"))
+        for line in note.lines():
+            console.print(f"  {line}")
+
+
+def _split_plugins(report: ScoreReport) -> tuple[list[tuple[str, int]], list[str]]:
+    """Plugins whose scores tell the feasible nodes apart get a column; the others one summary line."""
+    feasible = [node for node in report.nodes if node.feasible]
+    if len(feasible) < 2:
+        return list(report.score_plugins), []
+    shown, same = [], []
+    for plugin, weight in report.score_plugins:
+        cells = {_cell(node, plugin) for node in feasible}
+        if len(cells) > 1:
+            shown.append((plugin, weight))
+        else:
+            same.append(f"{plugin} {cells.pop()} ×{weight}")
+    return shown, same
+
+
+def _words(name: str) -> str:
+    """CamelCase split into words, so narrow columns wrap their headers instead of cutting them."""
+    return re.sub(r"(?<=[a-z])(?=[A-Z])", " ", name)
+
+
+def _cell(node: NodeReport, plugin: str) -> str:
+    score = node.plugins.get(plugin)
+    if score is None:
+        return ""
+    if score.skipped:
+        return "skip"
+    return str(score.raw) if score.raw == score.normalized else f"{score.raw}→{score.normalized}"
+
+
+def _row(report: ScoreReport, node: NodeReport, shown: list[tuple[str, int]], infeasible: bool) -> list[str]:
+    marker = "▶" if node.name == report.selected else ("✗" if not node.feasible else "")
+    cells = [marker, node.name, str(node.total) if node.feasible else "-"]
+    cells += [_cell(node, plugin) for plugin, _weight in shown]
+    if infeasible:
+        cells.append(node.reason or "")
+    return cells
+
+
+def _style(report: ScoreReport, node: NodeReport) -> str:
+    if node.name == report.selected:
+        return "bold green"
+    return "" if node.feasible else "dim"

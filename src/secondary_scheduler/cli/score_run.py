@@ -1,0 +1,174 @@
+"""One scheduling cycle in memory, over a snapshot: what ``secsched score`` reports.
+
+The framework, the plugins and the profile are the scheduler's own; only the inputs differ:
+nodes and pods from the snapshot file, metrics from it too (a static provider, no network),
+and the clock stopped at the snapshot's ``now``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from dataclasses import dataclass
+from typing import Any
+
+from secondary_scheduler.cli.score_inputs import ClusterSnapshot, Json
+from secondary_scheduler.config.model import Profile
+from secondary_scheduler.framework import CycleState, Framework, Handle, NodeTable, PodInfo, ScheduleResult
+from secondary_scheduler.framework.registry import default_registry
+from secondary_scheduler.framework.status import Code
+from secondary_scheduler.plugins.trimaran.notes import MetricsNote, read_note
+from secondary_scheduler.plugins.trimaran.providers.static import StaticProvider
+from secondary_scheduler.plugins.trimaran.registry import TRIMARAN_PLUGINS
+from secondary_scheduler.plugins.trimaran.services import SERVICE, TrimaranServices
+
+NOT_EVALUATED = "not evaluated: enough feasible nodes were found first (percentageOfNodesToScore)"
+
+
+class CycleError(Exception):
+    """The cycle itself failed (a plugin error, not a pod that does not fit)."""
+
+
+@dataclass(frozen=True)
+class PluginScore:
+    raw: int
+    """The plugin's Score."""
+    normalized: int
+    weight: int
+    skipped: bool = False
+    """Its PreScore returned Skip: it scored nothing here."""
+
+
+@dataclass(frozen=True)
+class NodeReport:
+    name: str
+    feasible: bool
+    reason: str | None
+    """Why the node was filtered out (None when feasible)."""
+    plugins: dict[str, PluginScore]
+    total: int
+
+
+@dataclass(frozen=True)
+class ScoreReport:
+    profile: str
+    pod: str
+    selected: str | None
+    nodes: tuple[NodeReport, ...]
+    """Feasible nodes by total (best first), then the others by name."""
+    score_plugins: tuple[tuple[str, int], ...]
+    """(plugin, weight) of the profile's score plugins, in order."""
+    notes: tuple[MetricsNote, ...]
+    """What each load-aware plugin's scores were based on."""
+    message: str
+    """Why the pod fits nowhere (kube-scheduler's FitError), or empty."""
+    tied: tuple[str, ...]
+    """Nodes sharing the best total (the framework picks one at random)."""
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "profile": self.profile,
+            "pod": self.pod,
+            "selected": self.selected,
+            "nodes": {
+                node.name: {
+                    "feasible": node.feasible,
+                    "reason": node.reason,
+                    "plugins": {
+                        name: {"score": score.raw, "normalized": score.normalized, "weight": score.weight}
+                        for name, score in node.plugins.items()
+                    },
+                    "total": node.total,
+                }
+                for node in self.nodes
+            },
+        }
+
+
+def explain(
+    profile: Profile, snapshot: ClusterSnapshot, pod: Json, percentage_of_nodes_to_score: int | None = None
+) -> ScoreReport:
+    """Schedule ``pod`` into the snapshot with ``profile`` and report every node's scores."""
+    metrics = snapshot.metrics
+    services = TrimaranServices(
+        clock=lambda: snapshot.now, provider_factory=lambda source: StaticProvider(metrics)
+    )
+    for recent in snapshot.recently_scheduled:
+        services.recently_scheduled.record(recent.pod, recent.node, recent.timestamp)
+    handle = Handle(services={SERVICE: services})
+    try:
+        framework = Framework(
+            profile,
+            default_registry(),
+            handle,
+            percentage_of_nodes_to_score=percentage_of_nodes_to_score,
+            rng=random.Random(0),  # the same snapshot always gives the same answer, ties included
+        )
+    except ValueError as error:
+        raise CycleError(str(error)) from error
+    table = NodeTable.from_objects(snapshot.nodes, snapshot.pods)
+    info = PodInfo.from_pod(pod)
+    state = CycleState()
+    result = asyncio.run(_schedule(framework, services, info, table, state, started=metrics is not None))
+    if result.status.code == Code.ERROR:
+        raise CycleError(result.status.message)
+    return _report(framework, info, table, state, result)
+
+
+async def _schedule(
+    framework: Framework,
+    services: TrimaranServices,
+    pod: PodInfo,
+    table: NodeTable,
+    state: CycleState,
+    *,
+    started: bool,
+) -> ScheduleResult:
+    """The cycle, between the collectors' first (static) fetch and their stop."""
+    if started:
+        await services.start()
+    try:
+        return framework.schedule(pod, table, state, explain=True)
+    finally:
+        await services.stop()
+
+
+def _report(
+    framework: Framework, pod: PodInfo, table: NodeTable, state: CycleState, result: ScheduleResult
+) -> ScoreReport:
+    explanation = result.explanation
+    scored: dict[str, NodeReport] = {}
+    if explanation is not None:
+        for index, name in enumerate(explanation.nodes):
+            plugins = {
+                scores.plugin: PluginScore(
+                    int(scores.raw[index]), int(scores.normalized[index]), scores.weight
+                )
+                for scores in explanation.plugins
+            }
+            scored[name] = NodeReport(name, True, None, plugins, int(explanation.totals[index]))
+    others = []
+    for slot in table.active_slots():
+        name = table.names[slot]
+        if name not in scored:
+            reason = result.diagnosis.status_of(name).message if result.diagnosis is not None else ""
+            others.append(NodeReport(name, False, reason or NOT_EVALUATED, {}, 0))
+    feasible = sorted(scored.values(), key=lambda node: (-node.total, node.name))
+    best = feasible[0].total if feasible else None
+    notes = tuple(
+        note
+        for plugin in framework.score_plugins
+        if plugin.name in TRIMARAN_PLUGINS and (note := read_note(state, plugin.name)) is not None
+    )
+    return ScoreReport(
+        profile=framework.scheduler_name,
+        pod=pod.key,
+        selected=result.node_name,
+        nodes=(*feasible, *sorted(others, key=lambda node: node.name)),
+        score_plugins=tuple(
+            (plugin.name, framework.score_weights[plugin.name]) for plugin in framework.score_plugins
+        ),
+        notes=notes,
+        message="" if result.status.is_success else result.status.message,
+        tied=tuple(node.name for node in feasible if node.total == best) if len(feasible) > 1 else (),
+    )

@@ -1,0 +1,100 @@
+"""Fake nodes for KWOK: realistic capacity, allocatable and labels, created in parallel."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+from secondary_scheduler.kube.client import ApiClient, ApiError
+from secondary_scheduler.kube.quantity import format_bytes, format_cpu, int_value, milli_value
+
+KWOK_ANNOTATION = "kwok.x-k8s.io/node"
+
+
+@dataclass(frozen=True)
+class NodeShape:
+    """A machine size. Allocatable keeps back what a kubelet would reserve for the system."""
+
+    cpu: str = "16"
+    memory: str = "64Gi"
+    pods: int = 110
+    reserved_cpu: str = "100m"
+    reserved_memory: str = "512Mi"
+
+    def capacity(self) -> dict[str, str]:
+        return {"cpu": self.cpu, "memory": self.memory, "pods": str(self.pods), "ephemeral-storage": "100Gi"}
+
+    def allocatable(self) -> dict[str, str]:
+        cpu = milli_value(self.cpu) - milli_value(self.reserved_cpu)
+        memory = int_value(self.memory) - int_value(self.reserved_memory)
+        return {
+            "cpu": format_cpu(cpu),
+            "memory": format_bytes(memory),
+            "pods": str(self.pods),
+            "ephemeral-storage": "95Gi",
+        }
+
+
+# `--mixed-sizes` cycles through these, as a cluster bought over several years would.
+MIXED_SHAPES = (NodeShape("8", "32Gi"), NodeShape("16", "64Gi"), NodeShape("32", "128Gi"))
+
+
+def node_manifest(name: str, shape: NodeShape, zone: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "annotations": {KWOK_ANNOTATION: "fake", "node.alpha.kubernetes.io/ttl": "0"},
+            "labels": {
+                "kubernetes.io/hostname": name,
+                "kubernetes.io/os": "linux",
+                "kubernetes.io/arch": "amd64",
+                "topology.kubernetes.io/zone": zone,
+                "topology.kubernetes.io/region": "local",
+                "node-role.kubernetes.io/worker": "",
+                "type": "kwok",
+            },
+        },
+        "spec": {},
+        "status": {
+            "capacity": shape.capacity(),
+            "allocatable": shape.allocatable(),
+            "nodeInfo": {"architecture": "amd64", "operatingSystem": "linux", "kubeletVersion": "fake"},
+        },
+    }
+
+
+def plan_nodes(
+    count: int, shape: NodeShape | None, zones: int, prefix: str = "kwok-node", start: int = 0
+) -> list[dict[str, Any]]:
+    """Node manifests named prefix-<i>, spread round-robin over zones and (mixed) shapes."""
+    manifests = []
+    for index in range(start, start + count):
+        node_shape = shape or MIXED_SHAPES[index % len(MIXED_SHAPES)]
+        zone = f"zone-{chr(ord('a') + index % max(1, zones))}"
+        manifests.append(node_manifest(f"{prefix}-{index}", node_shape, zone))
+    return manifests
+
+
+async def create_nodes(api: ApiClient, manifests: list[dict[str, Any]], concurrency: int = 32) -> None:
+    """Create (or leave as they are) the given nodes, many requests in flight at once."""
+    gate = asyncio.Semaphore(concurrency)
+
+    async def create(manifest: dict[str, Any]) -> None:
+        async with gate:
+            try:
+                await api.create("/api/v1/nodes", manifest)
+            except ApiError as error:
+                if not error.conflict:
+                    raise
+
+    await asyncio.gather(*(create(manifest) for manifest in manifests))
+
+
+def is_ready(node: dict[str, Any]) -> bool:
+    for condition in node.get("status", {}).get("conditions") or []:
+        if condition.get("type") == "Ready":
+            return bool(condition.get("status") == "True")
+    return False

@@ -1,0 +1,102 @@
+"""The one place that pins every control-plane component we build.
+
+Kubernetes, scheduler-plugins and the staging modules move together: scheduler-plugins
+v0.X.Y is built against Kubernetes 1.X.Y, so changing one means changing all three.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+# 1.34.12 rather than 1.34.7: the module proxy we build from lacks many k8s.io staging
+# modules at v0.34.7 (cluster-bootstrap, cri-client, kubectl, ...), and 1.34.12 is the
+# newest 1.34 patch it serves whole. scheduler-plugins v0.34.7 builds against it
+# unchanged (same minor; Go's MVS lifts its k8s.io/kubernetes v1.34.7 requirement).
+KUBERNETES = "v1.34.12"
+STAGING = "v0.34.12"  # k8s.io/<staging module> tag matching KUBERNETES
+SCHEDULER_PLUGINS = "v0.34.7"
+ETCD = "v3.6.16"
+KWOK = "v0.7.0"
+
+# Every k8s.io staging module that k8s.io/kubernetes requires at v0.0.0.
+STAGING_MODULES = (
+    "api",
+    "apiextensions-apiserver",
+    "apimachinery",
+    "apiserver",
+    "cli-runtime",
+    "client-go",
+    "cloud-provider",
+    "cluster-bootstrap",
+    "code-generator",
+    "component-base",
+    "component-helpers",
+    "controller-manager",
+    "cri-api",
+    "cri-client",
+    "csi-translation-lib",
+    "dynamic-resource-allocation",
+    "endpointslice",
+    "externaljwt",
+    "kms",
+    "kube-aggregator",
+    "kube-controller-manager",
+    "kube-proxy",
+    "kube-scheduler",
+    "kubectl",
+    "kubelet",
+    "metrics",
+    "mount-utils",
+    "pod-security-admission",
+    "sample-apiserver",
+    "sample-cli-plugin",
+    "sample-controller",
+)
+
+# Staging modules that nothing we build imports, pinned to a tag the proxy serves
+# (it has no v0.34.12 of these); Go only needs their go.mod to complete the module graph.
+STAGING_OVERRIDES = {"sample-cli-plugin": "v0.34.4", "sample-controller": "v0.34.4"}
+
+
+@dataclass(frozen=True)
+class BinarySpec:
+    """A binary we build: its file name, the Go package, and which wrapper module owns it."""
+
+    name: str
+    package: str
+    module: str  # "kubernetes", "etcd" or "kwok"
+
+
+BINARIES = (
+    BinarySpec("etcd", "go.etcd.io/etcd/server/v3", "etcd"),
+    BinarySpec("kube-apiserver", "k8s.io/kubernetes/cmd/kube-apiserver", "kubernetes"),
+    BinarySpec("kube-controller-manager", "k8s.io/kubernetes/cmd/kube-controller-manager", "kubernetes"),
+    BinarySpec("kubectl", "k8s.io/kubernetes/cmd/kubectl", "kubernetes"),
+    # The upstream reference: kube-scheduler with the default plugins plus Trimaran.
+    BinarySpec("kube-scheduler-plugins", "sigs.k8s.io/scheduler-plugins/cmd/scheduler", "kubernetes"),
+    BinarySpec("kwok", "sigs.k8s.io/kwok/cmd/kwok", "kwok"),
+)
+
+
+def version_tag() -> str:
+    """A directory name that changes whenever any pinned version does."""
+    return f"k8s-{KUBERNETES}_sp-{SCHEDULER_PLUGINS}_etcd-{ETCD}_kwok-{KWOK}"
+
+
+def cache_root() -> Path:
+    """Where built binaries live, outside the repository, shared across clones."""
+    override = os.environ.get("SECSCHED_CACHE_DIR")
+    if override:
+        return Path(override)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "secondary-scheduler"
+
+
+def bin_dir() -> Path:
+    return cache_root() / version_tag() / "bin"
+
+
+def build_dir() -> Path:
+    return cache_root() / version_tag() / "build"

@@ -1,0 +1,36 @@
+"""The scheduling framework: node state, pod parsing, plugin interfaces and the scheduling cycle.
+
+Import the registry from ``secondary_scheduler.framework.registry``: it imports the plugins,
+which import this package, so it is not re-exported here.
+"""
+
+from secondary_scheduler.framework.diagnosis import Diagnosis
+from secondary_scheduler.framework.handle import Binder, Handle
+from secondary_scheduler.framework.interface import CycleState, Plugin, QueuedPod, Rejection
+from secondary_scheduler.framework.nodetable import NodeTable
+from secondary_scheduler.framework.podinfo import PodInfo
+from secondary_scheduler.framework.profile import ExtensionPoint, ProfileLike, ProfileSpec
+from secondary_scheduler.framework.result import Explanation, ScheduleResult
+from secondary_scheduler.framework.runtime import Framework, PermitResult
+from secondary_scheduler.framework.status import Code, Status
+
+__all__ = [
+    "Binder",
+    "Code",
+    "CycleState",
+    "Diagnosis",
+    "Explanation",
+    "ExtensionPoint",
+    "Framework",
+    "Handle",
+    "NodeTable",
+    "PermitResult",
+    "Plugin",
+    "PodInfo",
+    "ProfileLike",
+    "ProfileSpec",
+    "QueuedPod",
+    "Rejection",
+    "ScheduleResult",
+    "Status",
+]

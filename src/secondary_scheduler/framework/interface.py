@@ -1,0 +1,146 @@
+"""Plugin base classes, one per extension point, and the per-cycle state they share.
+
+A plugin is a small class with a ``name`` and the methods of the extension points it
+implements; it is built once per profile with ``(args, handle)``. Filter and Score work
+on many nodes per call: they get the candidate node slots and answer with arrays aligned
+with them, so a plugin can use numpy over the NodeTable's columns. A plugin subclasses the
+bases of its extension points and overrides their methods (the bases' raise).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, NamedTuple, Protocol, TypeVar
+
+from secondary_scheduler.framework.aliases import BoolArray, IntArray, Slots
+from secondary_scheduler.framework.diagnosis import Diagnosis
+from secondary_scheduler.framework.handle import Handle
+from secondary_scheduler.framework.nodetable import NodeTable
+from secondary_scheduler.framework.podinfo import PodInfo
+from secondary_scheduler.framework.status import Status
+
+_Data = TypeVar("_Data")
+
+
+class CycleState:
+    """Data plugins pass from one extension point to the next within one pod's scheduling cycle."""
+
+    def __init__(self) -> None:
+        self._data: dict[str, object] = {}
+        self.skip_filter_plugins: set[str] = set()
+        """Plugins whose PreFilter returned Skip: their Filter is not called."""
+        self.skip_score_plugins: set[str] = set()
+        """Plugins whose PreScore returned Skip: their Score is not called."""
+
+    def write(self, key: str, value: object) -> None:
+        self._data[key] = value
+
+    def read(self, key: str, kind: type[_Data]) -> _Data | None:
+        """The value under ``key`` if it is a ``kind`` (None when a Pre* step did not run)."""
+        value = self._data.get(key)
+        return value if isinstance(value, kind) else None
+
+
+class QueuedPod(Protocol):
+    """What QueueSort compares: the pod and when it entered the queue (the runtime's queue entry)."""
+
+    @property
+    def pod(self) -> PodInfo: ...
+
+    @property
+    def timestamp(self) -> float: ...
+
+
+class Rejection(NamedTuple):
+    """The candidates a Filter rejects for one reason: ``mask`` is aligned with the candidates."""
+
+    mask: BoolArray
+    reason: str
+    unresolvable: bool = False
+    """UnschedulableAndUnresolvable: removing pods from the node would not help."""
+
+
+class Plugin:
+    name: ClassVar[str]
+
+    def __init__(self, args: object, handle: Handle) -> None:
+        self.handle = handle
+
+
+class QueueSortPlugin(Plugin):
+    def less(self, a: QueuedPod, b: QueuedPod) -> bool:
+        """Whether ``a`` should be scheduled before ``b``."""
+        raise NotImplementedError
+
+
+class PreEnqueuePlugin(Plugin):
+    def pre_enqueue(self, pod: PodInfo) -> Status:
+        """Success lets the pod into the active queue; anything else parks it."""
+        raise NotImplementedError
+
+
+class PreFilterPlugin(Plugin):
+    def pre_filter(self, state: CycleState, pod: PodInfo, table: NodeTable) -> Status:
+        """Precompute for Filter; Skip means this plugin's Filter has nothing to check."""
+        raise NotImplementedError
+
+
+class FilterPlugin(Plugin):
+    def filter(self, state: CycleState, pod: PodInfo, table: NodeTable, candidates: Slots) -> list[Rejection]:
+        """The rejected candidates, grouped by reason; a candidate in no group passes."""
+        raise NotImplementedError
+
+
+class PostFilterPlugin(Plugin):
+    def post_filter(self, state: CycleState, pod: PodInfo, table: NodeTable, diagnosis: Diagnosis) -> Status:
+        """Called when no node fits; Success would mean it made room (we never preempt)."""
+        raise NotImplementedError
+
+
+class PreScorePlugin(Plugin):
+    def pre_score(self, state: CycleState, pod: PodInfo, table: NodeTable, nodes: Slots) -> Status:
+        """Precompute for Score over the feasible ``nodes``; Skip means nothing to score."""
+        raise NotImplementedError
+
+
+class ScorePlugin(Plugin):
+    def score(self, state: CycleState, pod: PodInfo, table: NodeTable, nodes: Slots) -> IntArray:
+        """Raw scores of the feasible ``nodes``."""
+        raise NotImplementedError
+
+    def normalize(self, state: CycleState, pod: PodInfo, scores: IntArray) -> IntArray:
+        """Scores brought into [0, 100]; raw scores already in range are kept as they are."""
+        return scores
+
+
+class ReservePlugin(Plugin):
+    def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        """Claim plugin-side resources for the pod on the node, before binding."""
+        raise NotImplementedError
+
+    def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        """Undo ``reserve``: called when a later step fails; must not fail itself."""
+        raise NotImplementedError
+
+
+class PermitPlugin(Plugin):
+    def permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status, float]:
+        """Allow (Success), deny (Unschedulable) or hold (Wait, with a timeout in seconds)."""
+        raise NotImplementedError
+
+
+class PreBindPlugin(Plugin):
+    async def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        """Prepare the node for the pod (e.g. attach volumes); a failure aborts binding."""
+        raise NotImplementedError
+
+
+class BindPlugin(Plugin):
+    async def bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        """Bind the pod, or return Skip to let the next bind plugin do it."""
+        raise NotImplementedError
+
+
+class PostBindPlugin(Plugin):
+    def post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        """Informational: the pod is bound."""
+        raise NotImplementedError

@@ -1,0 +1,295 @@
+"""``NodeTable``: the scheduler's view of every node, kept column-wise for numpy.
+
+Each node lives in a *slot*: a row of the resource arrays and an index into the per-node
+lists. The runtime's cache applies watch events incrementally (``add_node``,
+``update_node``, ``remove_node``, ``add_pod``, ``remove_pod``); a removed node frees its
+slot for the next added one, and the arrays double when full. A scheduling cycle runs
+without awaiting, so plugins read the live table as their snapshot: nothing is copied per
+cycle.
+
+A pod may be added for a node the table does not know yet (the pod's watch event can come
+first), and a node may be removed while pods still point at it: such pods wait, uncounted,
+until their node appears, exactly as if they were on a node outside the snapshot.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
+from typing import TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+from secondary_scheduler.framework.aliases import BoolArray, IntArray, KubeObject, Slots
+from secondary_scheduler.framework.hostports import HostPort
+from secondary_scheduler.framework.labelcolumn import LabelColumn
+from secondary_scheduler.framework.podinfo import PodInfo
+from secondary_scheduler.framework.resources import CPU_COLUMN, MEMORY_COLUMN, ResourceIndex
+from secondary_scheduler.framework.taints import Taint
+from secondary_scheduler.kube.quantity import resource_value
+
+_TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+_Scalar = TypeVar("_Scalar", bound=np.generic)
+
+
+def _with_rows(array: npt.NDArray[_Scalar], extra: int) -> npt.NDArray[_Scalar]:
+    return np.concatenate([array, np.zeros((extra, *array.shape[1:]), dtype=array.dtype)])
+
+
+class NodeTable:
+    def __init__(self, capacity: int = 64) -> None:
+        self.resources = ResourceIndex()
+        width = len(self.resources)
+        self.allocatable: IntArray = np.zeros((capacity, width), dtype=np.int64)
+        """Per slot and resource column: what pods may request in total."""
+        self.requested: IntArray = np.zeros((capacity, width), dtype=np.int64)
+        """Per slot and resource column: the sum of the requests of the pods on the node."""
+        self.non_zero_requested: IntArray = np.zeros((capacity, 2), dtype=np.int64)
+        """Per slot: cpu and memory requested, counting 100m/200Mi for containers that set none (scoring)."""
+        self.pod_count: IntArray = np.zeros(capacity, dtype=np.int64)
+        self.active: BoolArray = np.zeros(capacity, dtype=np.bool_)
+        """Whether the slot holds a node."""
+        self.unschedulable: BoolArray = np.zeros(capacity, dtype=np.bool_)
+        """``spec.unschedulable`` (cordoned)."""
+        self.names: list[str] = [""] * capacity
+        self.objects: list[KubeObject | None] = [None] * capacity
+        """Per slot: the Node as last added or updated (for callers that show more than the columns)."""
+        self.labels: list[Mapping[str, str]] = [{}] * capacity
+        self.taints: list[tuple[Taint, ...]] = [()] * capacity
+        self.used_ports: list[Counter[HostPort]] = [Counter() for _ in range(capacity)]
+        self.pods: list[dict[str, PodInfo]] = [{} for _ in range(capacity)]
+        """Per slot: pod key -> PodInfo of the pods on the node (bound or assumed)."""
+        self.images: list[Mapping[str, int]] = [{}] * capacity
+        """Per slot: image name -> size in bytes, from ``status.images``."""
+        self.image_node_counts: Counter[str] = Counter()
+        """Image name -> how many nodes have it (ImageLocality scales by spread)."""
+        self._slots: dict[str, int] = {}
+        self._free: list[int] = []
+        self._used = 0
+        self._pod_nodes: dict[str, str] = {}
+        self._waiting: dict[str, dict[str, PodInfo]] = {}
+        self._by_namespace: dict[str, dict[str, tuple[PodInfo, int]]] = {}
+        self._with_affinity: dict[str, tuple[PodInfo, int]] = {}
+        self._label_columns: dict[str, LabelColumn] = {}
+
+    @classmethod
+    def from_objects(
+        cls, nodes: Iterable[KubeObject], pods: Iterable[KubeObject | PodInfo] = ()
+    ) -> NodeTable:
+        """A table of these nodes with the pods bound to them (``spec.nodeName``), finished pods left out.
+
+        For tests and for in-memory snapshots (the ``score`` command); the runtime feeds
+        watch events to the mutators instead.
+        """
+        table = cls()
+        for node in nodes:
+            table.add_node(node)
+        for pod in pods:
+            info = pod if isinstance(pod, PodInfo) else PodInfo.from_pod(pod)
+            if info.node_name and (info.obj.get("status") or {}).get("phase") not in _TERMINAL_PHASES:
+                table.add_pod(info, info.node_name)
+        return table
+
+    @property
+    def capacity(self) -> int:
+        return len(self.active)
+
+    @property
+    def num_nodes(self) -> int:
+        return len(self._slots)
+
+    def active_slots(self) -> Slots:
+        """Slots holding a node, in slot order (the order filters visit nodes in)."""
+        return np.flatnonzero(self.active[: self._used])
+
+    def slot_of(self, node_name: str) -> int | None:
+        return self._slots.get(node_name)
+
+    def node_of_pod(self, pod_key: str) -> str | None:
+        """The node a pod was added for, whether or not the table knows that node."""
+        return self._pod_nodes.get(pod_key)
+
+    def add_node(self, node: KubeObject) -> int:
+        """Add a node (or update it if already known); returns its slot."""
+        name = str((node.get("metadata") or {}).get("name", ""))
+        if name in self._slots:
+            return self.update_node(node)
+        slot = self._take_slot()
+        self._slots[name] = slot
+        self.names[slot] = name
+        self.active[slot] = True
+        self._set_node_fields(slot, node)
+        for pod in self._waiting.pop(name, {}).values():
+            self._place(slot, pod)
+        return slot
+
+    def update_node(self, node: KubeObject) -> int:
+        """Refresh a node's allocatable, labels, taints, images and cordon; its pods stay."""
+        slot = self._slots.get(str((node.get("metadata") or {}).get("name", "")))
+        if slot is None:
+            return self.add_node(node)
+        self._set_node_fields(slot, node)
+        return slot
+
+    def remove_node(self, name: str) -> None:
+        slot = self._slots.pop(name, None)
+        if slot is None:
+            return
+        waiting = self._waiting.setdefault(name, {})
+        for key, pod in list(self.pods[slot].items()):
+            self._unplace(slot, pod)
+            waiting[key] = pod
+        if not waiting:
+            del self._waiting[name]
+        self._set_labels(slot, {})
+        self._set_images(slot, {})
+        self.allocatable[slot] = 0
+        self.active[slot] = False
+        self.unschedulable[slot] = False
+        self.names[slot] = ""
+        self.objects[slot] = None
+        self.taints[slot] = ()
+        self._free.append(slot)
+
+    def add_pod(self, pod: PodInfo, node_name: str) -> None:
+        """Count a pod on a node (bound, or assumed by the scheduler); replaces an earlier add of it."""
+        if pod.key in self._pod_nodes:
+            self.remove_pod(pod.key)
+        self._pod_nodes[pod.key] = node_name
+        slot = self._slots.get(node_name)
+        if slot is None:
+            self._waiting.setdefault(node_name, {})[pod.key] = pod
+        else:
+            self._place(slot, pod)
+
+    def remove_pod(self, pod_key: str) -> PodInfo | None:
+        """Stop counting a pod; returns it, or None if the table did not have it."""
+        node_name = self._pod_nodes.pop(pod_key, None)
+        if node_name is None:
+            return None
+        slot = self._slots.get(node_name)
+        if slot is None:
+            waiting = self._waiting[node_name]
+            pod = waiting.pop(pod_key)
+            if not waiting:
+                del self._waiting[node_name]
+            return pod
+        pod = self.pods[slot][pod_key]
+        self._unplace(slot, pod)
+        return pod
+
+    def label_column(self, key: str) -> LabelColumn:
+        """The label ``key`` over all slots as integer codes, built on first use and kept up to date."""
+        column = self._label_columns.get(key)
+        if column is None or column.is_bloated(self.num_nodes):
+            column = LabelColumn.build(key, self.labels, self.active)
+            self._label_columns[key] = column
+        return column
+
+    def pods_in_namespace(self, namespace: str) -> Iterator[tuple[PodInfo, int]]:
+        """(pod, slot) of the counted pods in a namespace."""
+        return iter(self._by_namespace.get(namespace, {}).values())
+
+    def all_pods(self) -> Iterator[tuple[PodInfo, int]]:
+        """(pod, slot) of every counted pod."""
+        for pods in self._by_namespace.values():
+            yield from pods.values()
+
+    def pods_with_affinity(self) -> Iterator[tuple[PodInfo, int]]:
+        """(pod, slot) of the counted pods that have inter-pod (anti-)affinity terms."""
+        return iter(self._with_affinity.values())
+
+    def _take_slot(self) -> int:
+        if self._free:
+            return self._free.pop()
+        if self._used == self.capacity:
+            self._grow(max(2 * self.capacity, 1))
+        self._used += 1
+        return self._used - 1
+
+    def _grow(self, capacity: int) -> None:
+        extra = capacity - self.capacity
+        self.allocatable = _with_rows(self.allocatable, extra)
+        self.requested = _with_rows(self.requested, extra)
+        self.non_zero_requested = _with_rows(self.non_zero_requested, extra)
+        self.pod_count = _with_rows(self.pod_count, extra)
+        self.active = _with_rows(self.active, extra)
+        self.unschedulable = _with_rows(self.unschedulable, extra)
+        self.names += [""] * extra
+        self.objects += [None] * extra
+        self.labels += [{}] * extra
+        self.taints += [()] * extra
+        self.used_ports += [Counter() for _ in range(extra)]
+        self.pods += [{} for _ in range(extra)]
+        self.images += [{}] * extra
+        for column in self._label_columns.values():
+            column.grow(capacity)
+
+    def _resource_column(self, name: str) -> int:
+        column = self.resources.add(name)
+        if column >= self.allocatable.shape[1]:
+            extra = np.zeros((self.capacity, column + 1 - self.allocatable.shape[1]), dtype=np.int64)
+            self.allocatable = np.hstack([self.allocatable, extra])
+            self.requested = np.hstack([self.requested, extra])
+        return column
+
+    def _set_node_fields(self, slot: int, node: KubeObject) -> None:
+        metadata = node.get("metadata") or {}
+        spec = node.get("spec") or {}
+        status = node.get("status") or {}
+        self.objects[slot] = node
+        self.allocatable[slot] = 0
+        for name, quantity in (status.get("allocatable") or {}).items():
+            column = self._resource_column(name)  # first: it may grow the arrays
+            self.allocatable[slot, column] = resource_value(name, quantity)
+        self.unschedulable[slot] = bool(spec.get("unschedulable"))
+        self.taints[slot] = tuple(Taint.parse(taint) for taint in spec.get("taints") or ())
+        labels = {str(key): str(value) for key, value in (metadata.get("labels") or {}).items()}
+        if labels != self.labels[slot]:
+            self._set_labels(slot, labels)
+        images = {
+            str(name): int(image.get("sizeBytes") or 0)
+            for image in status.get("images") or ()
+            for name in image.get("names") or ()
+        }
+        if images != self.images[slot]:
+            self._set_images(slot, images)
+
+    def _set_labels(self, slot: int, labels: Mapping[str, str]) -> None:
+        self.labels[slot] = labels
+        for key, column in self._label_columns.items():
+            column.assign(slot, labels.get(key))
+
+    def _set_images(self, slot: int, images: Mapping[str, int]) -> None:
+        self.image_node_counts.subtract(self.images[slot].keys())
+        self.image_node_counts.update(images.keys())
+        self.image_node_counts += Counter()  # drop names no node has any more
+        self.images[slot] = images
+
+    def _place(self, slot: int, pod: PodInfo) -> None:
+        self._count(slot, pod, 1)
+        self.used_ports[slot].update(pod.host_ports)
+        self.pods[slot][pod.key] = pod
+        self._by_namespace.setdefault(pod.namespace, {})[pod.key] = (pod, slot)
+        if pod.has_pod_affinity:
+            self._with_affinity[pod.key] = (pod, slot)
+
+    def _unplace(self, slot: int, pod: PodInfo) -> None:
+        self._count(slot, pod, -1)
+        self.used_ports[slot].subtract(pod.host_ports)
+        self.used_ports[slot] += Counter()
+        del self.pods[slot][pod.key]
+        namespace = self._by_namespace[pod.namespace]
+        del namespace[pod.key]
+        if not namespace:
+            del self._by_namespace[pod.namespace]
+        self._with_affinity.pop(pod.key, None)
+
+    def _count(self, slot: int, pod: PodInfo, sign: int) -> None:
+        for name, value in pod.requests.items():
+            column = self._resource_column(name)  # first: it may grow the arrays
+            self.requested[slot, column] += sign * value
+        self.non_zero_requested[slot, CPU_COLUMN] += sign * pod.non_zero_cpu
+        self.non_zero_requested[slot, MEMORY_COLUMN] += sign * pod.non_zero_memory
+        self.pod_count[slot] += sign

@@ -1,0 +1,127 @@
+"""A pod's resource requests, aggregated the way Kubernetes' resource helper does.
+
+Regular containers add up. Init containers run one at a time before them, so they count as
+a maximum; restartable init containers (sidecars, ``restartPolicy: Always``) keep running,
+so they add to the regular containers and to every init container started after them.
+Pod-level ``spec.resources.requests`` (cpu, memory) replace the container sum, and
+``spec.overhead`` is added on top. Quantities are summed exactly and converted to
+scheduler units (millicores, bytes) only at the end, like Go's resource.Quantity.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from decimal import Decimal
+from typing import Any
+
+from secondary_scheduler.framework.resources import CPU, MEMORY
+from secondary_scheduler.kube.quantity import parse_quantity
+
+ResourceList = dict[str, Decimal]
+
+DEFAULT_MILLI_CPU_REQUEST = 100
+"""cpu (millicores) that scoring assumes for a container that requests none."""
+DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
+"""memory (bytes) that scoring assumes for a container that requests none."""
+
+_DEFAULTS: ResourceList = {
+    CPU: Decimal(DEFAULT_MILLI_CPU_REQUEST) / 1000,
+    MEMORY: Decimal(DEFAULT_MEMORY_REQUEST),
+}
+_POD_LEVEL_RESOURCES = frozenset({CPU, MEMORY})
+
+
+def _resource_list(raw: Mapping[str, Any] | None) -> ResourceList:
+    return {name: parse_quantity(value) for name, value in (raw or {}).items()}
+
+
+def _container_requests(container: Mapping[str, Any]) -> ResourceList:
+    return _resource_list((container.get("resources") or {}).get("requests"))
+
+
+def _add(total: ResourceList, more: Mapping[str, Decimal]) -> None:
+    for name, value in more.items():
+        total[name] = total.get(name, Decimal(0)) + value
+
+
+def _raise_to(total: ResourceList, more: Mapping[str, Decimal]) -> None:
+    for name, value in more.items():
+        total[name] = max(total.get(name, value), value)
+
+
+def _with_defaults(requests: ResourceList, defaults: Mapping[str, Decimal]) -> ResourceList:
+    """The container's requests with ``defaults`` for the resources it leaves unset (0 stays 0)."""
+    return {**defaults, **requests}
+
+
+def _containers(spec: Mapping[str, Any], field: str) -> Iterable[Mapping[str, Any]]:
+    return spec.get(field) or ()
+
+
+def _aggregate_containers(spec: Mapping[str, Any], defaults: Mapping[str, Decimal]) -> ResourceList:
+    total: ResourceList = {}
+    for container in _containers(spec, "containers"):
+        _add(total, _with_defaults(_container_requests(container), defaults))
+    sidecars: ResourceList = {}
+    init_peak: ResourceList = {}
+    for container in _containers(spec, "initContainers"):
+        requests = _with_defaults(_container_requests(container), defaults)
+        if container.get("restartPolicy") == "Always":
+            _add(total, requests)
+            _add(sidecars, requests)
+            running = dict(sidecars)
+        else:
+            running = dict(requests)
+            _add(running, sidecars)
+        _raise_to(init_peak, running)
+    _raise_to(total, init_peak)
+    return total
+
+
+def _pod_level_requests(spec: Mapping[str, Any]) -> ResourceList:
+    requests = _resource_list((spec.get("resources") or {}).get("requests"))
+    return {name: value for name, value in requests.items() if name in _POD_LEVEL_RESOURCES}
+
+
+def _pod_level_set(spec: Mapping[str, Any]) -> bool:
+    """Whether pod-level resources are in use (requests, or limits the API server turns into requests)."""
+    resources = spec.get("resources") or {}
+    return bool(resources.get("requests")) or any(
+        name in _POD_LEVEL_RESOURCES for name in resources.get("limits") or {}
+    )
+
+
+def _requests(spec: Mapping[str, Any], defaults: Mapping[str, Decimal]) -> ResourceList:
+    requests = _aggregate_containers(spec, defaults)
+    requests.update(_pod_level_requests(spec))
+    _add(requests, _resource_list(spec.get("overhead")))
+    return requests
+
+
+def _to_units(name: str, value: Decimal) -> int:
+    """Scheduler units, rounded up: millicores for cpu, whole units otherwise."""
+    return math.ceil(value * 1000) if name == CPU else math.ceil(value)
+
+
+def pod_requests(spec: Mapping[str, Any]) -> dict[str, int]:
+    """What the pod requests, per resource, as NodeResourcesFit and the node's "requested" see it."""
+    return {name: _to_units(name, value) for name, value in _requests(spec, {}).items()}
+
+
+def non_zero_requests(spec: Mapping[str, Any]) -> tuple[int, int]:
+    """(millicores, bytes) for scoring: containers without a cpu/memory request count 100m / 200Mi.
+
+    This keeps pods that request nothing from all landing on the same "empty-looking" node.
+    With pod-level requests, the default applies only to a resource set nowhere.
+    """
+    requests = _requests(spec, {})
+    defaults = _DEFAULTS
+    if _pod_level_set(spec):
+        defaults = {name: value for name, value in _DEFAULTS.items() if name not in requests}
+    if defaults:
+        requests = _requests(spec, defaults)
+    return (
+        _to_units(CPU, requests.get(CPU, Decimal(0))),
+        _to_units(MEMORY, requests.get(MEMORY, Decimal(0))),
+    )

@@ -1,0 +1,388 @@
+"""``Framework``: one profile's plugins, run over the NodeTable for one pod at a time.
+
+``schedule`` is kube-scheduler's scheduling algorithm: PreFilter; Filter over the nodes,
+starting where the previous cycle stopped and stopping once enough feasible nodes are
+found (percentageOfNodesToScore); PostFilter when none fits; PreScore, Score,
+NormalizeScore and weights over the feasible nodes; the best total wins, ties broken at
+random. It is synchronous: in asyncio nothing else touches the table meanwhile.
+
+Filters run vectorised: each filter plugin sees only the candidates every earlier filter
+accepted, so a rejected node's reasons come from the first plugin that rejected it, as in
+kube-scheduler. The binding cycle (``reserve``, ``permit``, ``bind_cycle``) is driven by
+the runtime, which owns the queue and the API client.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+import numpy as np
+
+from secondary_scheduler.framework.aliases import BoolArray, IntArray, Slots
+from secondary_scheduler.framework.diagnosis import Diagnosis
+from secondary_scheduler.framework.handle import Handle
+from secondary_scheduler.framework.interface import (
+    BindPlugin,
+    CycleState,
+    FilterPlugin,
+    PermitPlugin,
+    Plugin,
+    PostBindPlugin,
+    PostFilterPlugin,
+    PreBindPlugin,
+    PreEnqueuePlugin,
+    PreFilterPlugin,
+    PreScorePlugin,
+    QueuedPod,
+    QueueSortPlugin,
+    ReservePlugin,
+    ScorePlugin,
+)
+from secondary_scheduler.framework.nodetable import NodeTable
+from secondary_scheduler.framework.podinfo import PodInfo
+from secondary_scheduler.framework.profile import ExtensionPoint, ProfileLike
+from secondary_scheduler.framework.result import Explanation, PluginScores, ScheduleResult
+from secondary_scheduler.framework.scores import MAX_NODE_SCORE, MIN_NODE_SCORE
+from secondary_scheduler.framework.status import SUCCESS, Code, Status
+
+MIN_FEASIBLE_NODES_TO_FIND = 100
+MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
+MAX_PERMIT_TIMEOUT = 15 * 60.0
+NO_NODES_AVAILABLE = "no nodes available to schedule pods"
+
+_Kind = TypeVar("_Kind", bound=Plugin)
+
+
+def num_feasible_nodes_to_find(percentage: int | None, num_all_nodes: int) -> int:
+    """How many feasible nodes to look for before scoring (kube-scheduler's numFeasibleNodesToFind).
+
+    Small clusters (under 100 nodes) are searched whole. Unset or 0 percentage is adaptive:
+    50% minus 1% per 125 nodes, at least 5%; and never fewer than 100 nodes.
+    """
+    if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND:
+        return num_all_nodes
+    if not percentage:
+        percentage = max(50 - num_all_nodes // 125, MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND)
+    if percentage >= 100:
+        return num_all_nodes
+    return max(num_all_nodes * percentage // 100, MIN_FEASIBLE_NODES_TO_FIND)
+
+
+@dataclass(frozen=True)
+class PermitResult:
+    status: Status
+    """Success, Wait (the runtime holds the pod) or a rejection/error."""
+    timeouts: Mapping[str, float] = field(default_factory=dict)
+    """Plugin -> seconds to wait for it, when the status is Wait."""
+
+
+class _CycleError(Exception):
+    """Ends a scheduling cycle with a status (an Error from PreScore or Score)."""
+
+    def __init__(self, status: Status) -> None:
+        super().__init__(status.message)
+        self.status = status
+
+
+@dataclass
+class _FilterPass:
+    feasible: Slots
+    diagnosis: Diagnosis
+    evaluated: int
+
+
+class Framework:
+    def __init__(
+        self,
+        profile: ProfileLike,
+        registry: Mapping[str, type[Plugin]],
+        handle: Handle,
+        *,
+        percentage_of_nodes_to_score: int | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        """``percentage_of_nodes_to_score`` is the configuration's global value, for profiles without one."""
+        self.profile = profile
+        own_percentage = profile.percentage_of_nodes_to_score
+        self.percentage_of_nodes_to_score = (
+            percentage_of_nodes_to_score if own_percentage is None else own_percentage
+        )
+        self.handle = handle
+        self._registry = registry
+        self._instances: dict[str, Plugin] = {}
+        self._rng = rng or random.Random()
+        self._next_start_index = 0
+        self.queue_sort_plugins = self._plugins_at(ExtensionPoint.QUEUE_SORT, QueueSortPlugin)
+        self.pre_enqueue_plugins = self._plugins_at(ExtensionPoint.PRE_ENQUEUE, PreEnqueuePlugin)
+        self.pre_filter_plugins = self._plugins_at(ExtensionPoint.PRE_FILTER, PreFilterPlugin)
+        self.filter_plugins = self._plugins_at(ExtensionPoint.FILTER, FilterPlugin)
+        self.post_filter_plugins = self._plugins_at(ExtensionPoint.POST_FILTER, PostFilterPlugin)
+        self.pre_score_plugins = self._plugins_at(ExtensionPoint.PRE_SCORE, PreScorePlugin)
+        self.score_plugins = self._plugins_at(ExtensionPoint.SCORE, ScorePlugin)
+        self.reserve_plugins = self._plugins_at(ExtensionPoint.RESERVE, ReservePlugin)
+        self.permit_plugins = self._plugins_at(ExtensionPoint.PERMIT, PermitPlugin)
+        self.pre_bind_plugins = self._plugins_at(ExtensionPoint.PRE_BIND, PreBindPlugin)
+        self.bind_plugins = self._plugins_at(ExtensionPoint.BIND, BindPlugin)
+        self.post_bind_plugins = self._plugins_at(ExtensionPoint.POST_BIND, PostBindPlugin)
+        self.score_weights = {
+            name: weight or 1 for name, weight in profile.plugins.get(ExtensionPoint.SCORE, ())
+        }
+        if len(self.queue_sort_plugins) > 1:
+            raise ValueError(f"profile {profile.scheduler_name!r}: only one queueSort plugin may be enabled")
+
+    @property
+    def scheduler_name(self) -> str:
+        return self.profile.scheduler_name
+
+    def _plugins_at(self, point: ExtensionPoint, kind: type[_Kind]) -> list[_Kind]:
+        """The plugins enabled at ``point``, in order; a plugin enabled at several points is built once."""
+        plugins = []
+        for name, _weight in self.profile.plugins.get(point, ()):
+            plugin = self._instances.get(name)
+            if plugin is None:
+                plugin_class = self._registry.get(name)
+                if plugin_class is None:
+                    known = ", ".join(sorted(self._registry))
+                    raise ValueError(
+                        f"profile {self.scheduler_name!r}: unknown plugin {name!r} (known: {known})"
+                    )
+                plugin = plugin_class(self.profile.plugin_args.get(name), self.handle)
+                self._instances[name] = plugin
+            if not isinstance(plugin, kind):
+                raise ValueError(
+                    f"profile {self.scheduler_name!r}: plugin {name!r} does not implement {point}"
+                )
+            plugins.append(plugin)
+        return plugins
+
+    def run_pre_enqueue(self, pod: PodInfo) -> Status:
+        """Whether the pod may enter the active queue (e.g. no scheduling gates left)."""
+        for plugin in self.pre_enqueue_plugins:
+            status = plugin.pre_enqueue(pod)
+            if not status.is_success:
+                return status.with_plugin(plugin.name)
+        return SUCCESS
+
+    def run_queue_sort_less(self, a: QueuedPod, b: QueuedPod) -> bool:
+        if not self.queue_sort_plugins:
+            raise RuntimeError(f"profile {self.scheduler_name!r} has no queueSort plugin")
+        return self.queue_sort_plugins[0].less(a, b)
+
+    def schedule(
+        self, pod: PodInfo, table: NodeTable, state: CycleState | None = None, *, explain: bool = False
+    ) -> ScheduleResult:
+        """Pick a node for ``pod``; ``explain`` keeps every score (and scores even a single feasible node)."""
+        state = state if state is not None else CycleState()
+        if table.num_nodes == 0:
+            return ScheduleResult(Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (NO_NODES_AVAILABLE,)))
+        status = self._run_pre_filter(state, pod, table)
+        if status.code == Code.ERROR:
+            return ScheduleResult(status)
+        if status.is_rejected:
+            diagnosis = Diagnosis(
+                table.num_nodes,
+                absent_status=status,
+                pre_filter_message=status.message,
+                unschedulable_plugins={status.plugin},
+            )
+            return self._unschedulable(state, pod, table, diagnosis, evaluated=0)
+        found = self._run_filters(state, pod, table)
+        if not len(found.feasible):
+            return self._unschedulable(state, pod, table, found.diagnosis, found.evaluated)
+        try:
+            selected, explanation = self._select(state, pod, table, found.feasible, explain)
+        except _CycleError as error:
+            return ScheduleResult(error.status, diagnosis=found.diagnosis)
+        return ScheduleResult(
+            SUCCESS,
+            node_name=table.names[selected],
+            evaluated_nodes=found.evaluated,
+            feasible_nodes=len(found.feasible),
+            diagnosis=found.diagnosis,
+            explanation=explanation,
+        )
+
+    def _run_pre_filter(self, state: CycleState, pod: PodInfo, table: NodeTable) -> Status:
+        """Every PreFilter, in order; an unresolvable rejection stops at once, a resolvable one at the end."""
+        rejection = SUCCESS
+        for plugin in self.pre_filter_plugins:
+            status = plugin.pre_filter(state, pod, table)
+            if status.is_skip:
+                state.skip_filter_plugins.add(plugin.name)
+            elif status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                return status.with_plugin(plugin.name)
+            elif status.code == Code.UNSCHEDULABLE:
+                rejection = status.with_plugin(plugin.name)
+            elif not status.is_success:
+                return Status.error(
+                    f"running PreFilter plugin {plugin.name!r}: {status.message}"
+                ).with_plugin(plugin.name)
+        return rejection
+
+    def _run_filters(self, state: CycleState, pod: PodInfo, table: NodeTable) -> _FilterPass:
+        active = table.active_slots()
+        count = len(active)
+        start = self._next_start_index % count
+        candidates = np.concatenate([active[start:], active[:start]])
+        rejected_by = np.full(count, -1, dtype=np.int64)
+        unresolvable = np.zeros(count, dtype=np.bool_)
+        reasons: dict[int, list[str]] = defaultdict(list)
+        for index, plugin in enumerate(self.filter_plugins):
+            if plugin.name in state.skip_filter_plugins:
+                continue
+            positions = np.flatnonzero(rejected_by < 0)
+            if not len(positions):
+                break
+            for rejection in plugin.filter(state, pod, table, candidates[positions]):
+                hit = positions[np.asarray(rejection.mask, dtype=np.bool_)]
+                rejected_by[hit] = index
+                unresolvable[hit] |= rejection.unresolvable
+                for position in hit.tolist():
+                    reasons[position].append(rejection.reason)
+        feasible = np.flatnonzero(rejected_by < 0)
+        wanted = num_feasible_nodes_to_find(self.percentage_of_nodes_to_score, count)
+        processed = count
+        if len(feasible) > wanted:
+            feasible = feasible[:wanted]
+            processed = int(feasible[-1]) + 1
+        self._next_start_index = (start + processed) % count
+        diagnosis = self._diagnosis(table, candidates, rejected_by[:processed], unresolvable, reasons)
+        return _FilterPass(candidates[feasible], diagnosis, len(feasible) + len(diagnosis.node_statuses))
+
+    def _diagnosis(
+        self,
+        table: NodeTable,
+        candidates: Slots,
+        rejected_by: IntArray,
+        unresolvable: BoolArray,
+        reasons: Mapping[int, list[str]],
+    ) -> Diagnosis:
+        """Each evaluated, rejected node's status; equal statuses are shared to keep this cheap."""
+        diagnosis = Diagnosis(table.num_nodes)
+        shared: dict[tuple[int, bool, tuple[str, ...]], Status] = {}
+        for position in np.flatnonzero(rejected_by >= 0).tolist():
+            plugin_index = int(rejected_by[position])
+            key = (plugin_index, bool(unresolvable[position]), tuple(reasons[position]))
+            status = shared.get(key)
+            if status is None:
+                plugin = self.filter_plugins[plugin_index].name
+                status = Status.unschedulable(*key[2], unresolvable=key[1]).with_plugin(plugin)
+                shared[key] = status
+                diagnosis.unschedulable_plugins.add(plugin)
+            diagnosis.node_statuses[table.names[candidates[position]]] = status
+        return diagnosis
+
+    def _unschedulable(
+        self, state: CycleState, pod: PodInfo, table: NodeTable, diagnosis: Diagnosis, evaluated: int
+    ) -> ScheduleResult:
+        """Run PostFilter (which only explains: this scheduler does not preempt) and report the FitError."""
+        messages: list[str] = []
+        for plugin in self.post_filter_plugins:
+            status = plugin.post_filter(state, pod, table, diagnosis)
+            if status.is_success:
+                break
+            if not status.is_rejected:
+                message = f"running PostFilter plugin {plugin.name!r}: {status.message}"
+                return ScheduleResult(Status.error(message).with_plugin(plugin.name), diagnosis=diagnosis)
+            if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                messages = list(status.reasons)
+                break
+            messages.extend(status.reasons)
+        diagnosis.post_filter_message = ", ".join(messages)
+        return ScheduleResult(
+            Status.unschedulable(diagnosis.message()), evaluated_nodes=evaluated, diagnosis=diagnosis
+        )
+
+    def _select(
+        self, state: CycleState, pod: PodInfo, table: NodeTable, feasible: Slots, explain: bool
+    ) -> tuple[int, Explanation | None]:
+        if len(feasible) == 1 and not explain:
+            return int(feasible[0]), None
+        totals, explanation = self._prioritize(state, pod, table, feasible, explain)
+        best = np.flatnonzero(totals == totals.max())
+        return int(feasible[best[self._rng.randrange(len(best))]]), explanation
+
+    def _prioritize(
+        self, state: CycleState, pod: PodInfo, table: NodeTable, nodes: Slots, explain: bool
+    ) -> tuple[IntArray, Explanation | None]:
+        for pre_score in self.pre_score_plugins:
+            status = pre_score.pre_score(state, pod, table, nodes)
+            if status.is_skip:
+                state.skip_score_plugins.add(pre_score.name)
+            elif not status.is_success:
+                message = f"running PreScore plugin {pre_score.name!r}: {status.message}"
+                raise _CycleError(Status.error(message).with_plugin(pre_score.name))
+        totals = np.zeros(len(nodes), dtype=np.int64)
+        explained: list[PluginScores] = []
+        for plugin in self.score_plugins:
+            weight = self.score_weights[plugin.name]
+            if plugin.name in state.skip_score_plugins:
+                if explain:
+                    zeros = np.zeros(len(nodes), dtype=np.int64)
+                    explained.append(PluginScores(plugin.name, weight, zeros, zeros, skipped=True))
+                continue
+            raw = np.asarray(plugin.score(state, pod, table, nodes), dtype=np.int64)
+            normalized = np.asarray(plugin.normalize(state, pod, raw.copy()), dtype=np.int64)
+            out_of_range = normalized[(normalized < MIN_NODE_SCORE) | (normalized > MAX_NODE_SCORE)]
+            if len(out_of_range):
+                message = (
+                    f"plugin {plugin.name!r} returns an invalid score {int(out_of_range[0])}, "
+                    f"it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing"
+                )
+                raise _CycleError(Status.error(message).with_plugin(plugin.name))
+            totals += normalized * weight
+            if explain:
+                explained.append(PluginScores(plugin.name, weight, raw, normalized))
+        if not explain:
+            return totals, None
+        names = tuple(table.names[slot] for slot in nodes)
+        return totals, Explanation(names, tuple(explained), totals)
+
+    def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        """Reserve plugins, after the runtime assumed the pod on the node; on failure call ``unreserve``."""
+        for plugin in self.reserve_plugins:
+            status = plugin.reserve(state, pod, node_name)
+            if not status.is_success:
+                return status.with_plugin(plugin.name)
+        return SUCCESS
+
+    def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        """Undo ``reserve`` in reverse order, when any later step fails."""
+        for plugin in reversed(self.reserve_plugins):
+            plugin.unreserve(state, pod, node_name)
+
+    def permit(self, state: CycleState, pod: PodInfo, node_name: str) -> PermitResult:
+        timeouts: dict[str, float] = {}
+        for plugin in self.permit_plugins:
+            status, timeout = plugin.permit(state, pod, node_name)
+            if status.code == Code.WAIT:
+                timeouts[plugin.name] = min(timeout, MAX_PERMIT_TIMEOUT)
+            elif not status.is_success:
+                return PermitResult(status.with_plugin(plugin.name))
+        if timeouts:
+            return PermitResult(Status(Code.WAIT), timeouts)
+        return PermitResult(SUCCESS)
+
+    async def bind_cycle(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        """PreBind, Bind (the first bind plugin not returning Skip), PostBind; on failure, ``unreserve``."""
+        for plugin in self.pre_bind_plugins:
+            status = await plugin.pre_bind(state, pod, node_name)
+            if not status.is_success:
+                return status.with_plugin(plugin.name)
+        status = await self._run_bind(state, pod, node_name)
+        if not status.is_success:
+            return status
+        for post_bind in self.post_bind_plugins:
+            post_bind.post_bind(state, pod, node_name)
+        return SUCCESS
+
+    async def _run_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        for plugin in self.bind_plugins:
+            status = await plugin.bind(state, pod, node_name)
+            if not status.is_skip:
+                return status.with_plugin(plugin.name)
+        return Status.error(f"profile {self.scheduler_name!r}: no bind plugin bound pod {pod.key}")

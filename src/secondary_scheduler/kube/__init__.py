@@ -1,0 +1,1 @@
+"""The one Kubernetes API layer: kubeconfig, auth, retries, list+watch, quantities."""

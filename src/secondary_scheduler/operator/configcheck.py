@@ -1,0 +1,130 @@
+"""Check the scheduler's ConfigMap before rolling it out, with the scheduler's own loader.
+
+Upstream mounts whatever the ConfigMap holds and lets the scheduler crash-loop on a bad
+file. We load it first: a config our scheduler would refuse holds the rollout back and says
+why, with the loader's file:line messages.
+
+Another scheduler image (say, upstream scheduler-plugins) may ship plugins we do not, so for
+a foreign `schedulerImage` only what every kube-scheduler needs is enforced (YAML that is a
+KubeSchedulerConfiguration); the loader's other findings are reported but do not block.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import yaml
+
+from secondary_scheduler.config import ConfigError, load_config
+from secondary_scheduler.operator import names
+from secondary_scheduler.operator.spec import SecondarySchedulerSpec
+
+State = Literal["valid", "unverified", "invalid", "missing", "unset"]
+MAX_PROBLEMS = 10
+
+
+@dataclass(frozen=True)
+class ConfigCheck:
+    """The outcome, worded for a condition: `reason` in CamelCase, `message` says what to do."""
+
+    state: State
+    reason: str
+    message: str
+    document: dict[str, Any] | None = None
+    """The parsed YAML, for deriving RBAC; None when there is none."""
+    notes: tuple[str, ...] = field(default_factory=tuple)
+    """Loader warnings (or, for a foreign image, its errors) worth an Event."""
+
+    @property
+    def blocks_rollout(self) -> bool:
+        return self.state in ("invalid", "missing", "unset")
+
+
+def is_our_image(image: str) -> bool:
+    """Our scheduler image (any tag or digest): the config must load exactly as it will run."""
+    repository = names.SCHEDULER_IMAGE.rsplit(":", 1)[0]
+    return image == repository or image.startswith((f"{repository}:", f"{repository}@"))
+
+
+def check_config(
+    spec: SecondarySchedulerSpec, configmap: dict[str, Any] | None, namespace: str
+) -> ConfigCheck:
+    """Whether `configmap` (None: not found) holds a config the scheduler in `spec.image` can run."""
+    name = spec.scheduler_config
+    if not name:
+        return ConfigCheck(
+            "unset",
+            "SchedulerConfigNotSet",
+            f"spec.schedulerConfig is empty: set it to the name of a ConfigMap in namespace {namespace} "
+            f"whose key {names.CONFIG_KEY} holds the KubeSchedulerConfiguration",
+        )
+    if configmap is None:
+        return ConfigCheck(
+            "missing",
+            "ConfigMapMissing",
+            f"ConfigMap {name} (spec.schedulerConfig) does not exist in namespace {namespace}: create it "
+            f"with `kubectl create -n {namespace} configmap {name} --from-file={names.CONFIG_KEY}`; "
+            "the scheduler is deployed as soon as it appears",
+        )
+    data = configmap.get("data") or {}
+    text = data.get(names.CONFIG_KEY)
+    if not isinstance(text, str):
+        keys = ", ".join(sorted(data)) or "none"
+        return ConfigCheck(
+            "invalid",
+            "ConfigKeyMissing",
+            f"ConfigMap {name} has no key {names.CONFIG_KEY} (its keys: {keys}): the scheduler reads "
+            f"/etc/kubernetes/{names.CONFIG_KEY}; recreate the ConfigMap with "
+            f"--from-file={names.CONFIG_KEY}",
+        )
+    source = f"configmap/{name}:{names.CONFIG_KEY}"
+    document = _parse(text)
+    try:
+        result = load_config(text, source)
+    except ConfigError as error:
+        problems = [problem.render(source) for problem in error.problems]
+        if is_our_image(spec.image) or not _is_scheduler_config(document):
+            return ConfigCheck(
+                "invalid",
+                "ConfigInvalid",
+                f"ConfigMap {name} does not hold a valid KubeSchedulerConfiguration; the running scheduler "
+                f"is left as it is until it does. Fix:\n{_listing(problems)}",
+                document,
+            )
+        return ConfigCheck(
+            "unverified",
+            "ConfigNotVerified",
+            f"ConfigMap {name}: {spec.image} is not our scheduler, so these findings of our loader "
+            f"may not apply to it:\n{_listing(problems)}",
+            document,
+            tuple(problems),
+        )
+    warnings = tuple(problem.render(source) for problem in result.warnings)
+    return ConfigCheck(
+        "valid", "ConfigValid", f"ConfigMap {name} holds a valid configuration", document, warnings
+    )
+
+
+def _parse(text: str) -> dict[str, Any] | None:
+    try:
+        document = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return None
+    return document if isinstance(document, dict) else None
+
+
+def _is_scheduler_config(document: dict[str, Any] | None) -> bool:
+    """What any kube-scheduler build insists on, whatever plugins it ships."""
+    return (
+        document is not None
+        and document.get("kind") == "KubeSchedulerConfiguration"
+        and str(document.get("apiVersion", "")).startswith("kubescheduler.config.k8s.io/")
+    )
+
+
+def _listing(problems: list[str]) -> str:
+    shown = problems[:MAX_PROBLEMS]
+    more = len(problems) - len(shown)
+    tail = [f"... and {more} more (run `secsched config validate` on the file)"] if more else []
+    return "\n".join(shown + tail)

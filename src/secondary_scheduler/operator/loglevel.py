@@ -1,0 +1,34 @@
+"""spec.operatorLogLevel, applied to the running operator (upstream's loglevel controller).
+
+Changing the CR changes verbosity at once; no restart. Normal keeps kopf to warnings,
+Debug shows our decisions, Trace adds kopf's, TraceAll also every HTTP request.
+"""
+
+from __future__ import annotations
+
+import logging
+
+OURS = "secondary_scheduler"
+KOPF = "kopf"
+HTTP = ("httpx", "httpcore", "aiohttp")
+
+_LEVELS: dict[str, tuple[int, int, int]] = {
+    # operatorLogLevel: (our loggers, kopf's, the HTTP libraries')
+    "Normal": (logging.INFO, logging.WARNING, logging.WARNING),
+    "Debug": (logging.DEBUG, logging.INFO, logging.WARNING),
+    "Trace": (logging.DEBUG, logging.DEBUG, logging.WARNING),
+    "TraceAll": (logging.DEBUG, logging.DEBUG, logging.DEBUG),
+}
+
+
+def apply(level: str) -> bool:
+    """Set the operator's loggers for `level` (empty or unknown: Normal); True if anything changed."""
+    ours, kopf, http = _LEVELS.get(level, _LEVELS["Normal"])
+    wanted = {OURS: ours, KOPF: kopf, **dict.fromkeys(HTTP, http)}
+    changed = False
+    for name, value in wanted.items():
+        logger = logging.getLogger(name)
+        if logger.level != value:
+            logger.setLevel(value)
+            changed = True
+    return changed

@@ -1,0 +1,334 @@
+"""One reconcile: read the CR, its ConfigMap and the cluster facts, apply the plan, report.
+
+Level-based and idempotent: whatever triggered it (the CR, the ConfigMap, a managed object,
+the periodic resync), it converges the cluster on `render.plan` and writes the status. It
+does no kopf-specific work, so tests and the CLI can drive it directly. All API calls go
+through our one client; objects are server-side applied with a fixed field manager, which
+also reverts manual edits of the fields we own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from secondary_scheduler.kube.client import ApiClient, ApiError, plural_of, resource_path
+from secondary_scheduler.operator import certs, loglevel, names
+from secondary_scheduler.operator.events import EventRecorder
+from secondary_scheduler.operator.render import (
+    SERVICE_MONITOR_API,
+    ClusterFacts,
+    ObjectRef,
+    Plan,
+    ha_node_selector,
+    managed_refs,
+    plan,
+)
+from secondary_scheduler.operator.spec import Instance, SpecError, parse_instance
+from secondary_scheduler.operator.status import Outcome, status_body
+
+log = logging.getLogger(__name__)
+JSON = dict[str, Any]
+
+
+def _ref_path(ref: ObjectRef) -> str:
+    return resource_path(ref.api_version, plural_of(ref.kind), ref.namespace, ref.name)
+
+
+def _describe(obj: JSON) -> str:
+    meta = obj["metadata"]
+    where = f"{meta['namespace']}/" if meta.get("namespace") else ""
+    return f"{obj['kind']} {where}{meta['name']}"
+
+
+@dataclass(frozen=True)
+class Result:
+    """What the controller needs to schedule the next run."""
+
+    outcome: Outcome | None
+    retry: bool = False
+    """A failure worth retrying soon (an API error, not a bad spec or config)."""
+
+
+class Reconciler:
+    """Reconciles the one SecondaryScheduler `instance_name` in `namespace`."""
+
+    def __init__(
+        self,
+        api: ApiClient,
+        namespace: str,
+        instance_name: str = names.INSTANCE_NAME,
+        events: EventRecorder | None = None,
+    ) -> None:
+        self.api = api
+        self.namespace = namespace
+        self.instance_name = instance_name
+        self.events = events or EventRecorder(api)
+        self.lock = asyncio.Lock()
+        self.scheduler_config: str | None = None
+        """The ConfigMap the CR named last time, so the controller knows which ConfigMap matters."""
+
+    @property
+    def cr_path(self) -> str:
+        return resource_path(names.API_VERSION, names.PLURAL, self.namespace, self.instance_name)
+
+    async def _get(self, path: str) -> JSON | None:
+        try:
+            return await self.api.get(path)
+        except ApiError as error:
+            if error.not_found:
+                return None
+            raise
+
+    # -- the reconcile ---------------------------------------------------------------
+    async def reconcile(self) -> Result:
+        async with self.lock:
+            body = await self._get(self.cr_path)
+            if body is None or body["metadata"].get("deletionTimestamp"):
+                return Result(None)
+            try:
+                instance = parse_instance(body, self.namespace)
+            except SpecError as error:
+                return await self._report_spec_error(body, error)
+            loglevel.apply(instance.spec.operator_log_level)
+            self.scheduler_config = instance.spec.scheduler_config
+            state = instance.spec.state
+            if state == "Unmanaged":
+                deployment = await self._get(self._deployment_path())
+                outcome = Outcome(self.namespace, instance.generation, state, deployment=deployment)
+                await self.events.emit(body["metadata"], "Normal", "Unmanaged", _UNMANAGED)
+            elif state == "Removed":
+                await self.remove(instance.uid)
+                deployment = await self._get(self._deployment_path())
+                outcome = Outcome(self.namespace, instance.generation, state, deployment=deployment)
+                await self.events.emit(body["metadata"], "Normal", "Removed", _REMOVED)
+            else:
+                outcome = await self._manage(body, instance)
+            await self._write_status(body, outcome)
+            return Result(outcome, retry=outcome.apply_error is not None)
+
+    async def _manage(self, body: JSON, instance: Instance) -> Outcome:
+        meta = body["metadata"]
+        spec = instance.spec
+        try:
+            configmap = (
+                await self._get(f"/api/v1/namespaces/{self.namespace}/configmaps/{spec.scheduler_config}")
+                if spec.scheduler_config
+                else None
+            )
+            facts = await self.facts(instance)
+            before = await self._get(self._deployment_path())
+        except ApiError as error:
+            return Outcome(
+                self.namespace, instance.generation, "Managed", apply_error=f"reading the cluster: {error}"
+            )
+        desired = plan(instance, configmap, facts)
+        deployment, failure = await self._apply(desired, before)
+        await self._announce(meta, desired, before, deployment)
+        return Outcome(
+            self.namespace,
+            instance.generation,
+            "Managed",
+            config=desired.config,
+            apply_error=failure,
+            deployment=deployment,
+        )
+
+    async def _apply(self, desired: Plan, before: JSON | None) -> tuple[JSON | None, str | None]:
+        """Apply every object in order, then delete the unwanted optional ones.
+
+        Stops at the first failure, so the Deployment never goes ahead of its RBAC."""
+        deployment = before
+        for obj in desired.objects:
+            try:
+                applied = await self.api.apply(obj, names.FIELD_MANAGER)
+            except ApiError as error:
+                return deployment, f"cannot apply {_describe(obj)}: {error}"
+            if obj["kind"] == "Deployment":
+                deployment = applied
+        for ref in desired.absent:
+            try:
+                await self.api.delete(_ref_path(ref))
+                log.info("deleted %s %s: no longer needed", ref.kind, ref.name)
+            except ApiError as error:
+                if not error.not_found:
+                    return deployment, f"cannot delete {ref.kind} {ref.name}: {error}"
+        return deployment, None
+
+    async def _announce(self, meta: JSON, desired: Plan, before: JSON | None, after: JSON | None) -> None:
+        """Events for what changed or needs a person; the recorder drops recent repeats."""
+        config = desired.config
+        if config.blocks_rollout:
+            held = "the running scheduler is left as it is" if before else "the scheduler is not deployed"
+            await self.events.emit(meta, "Warning", config.reason, f"{config.message} ({held})")
+        elif config.state == "unverified":
+            await self.events.emit(meta, "Warning", config.reason, config.message)
+        elif config.notes:
+            listing = "\n".join(config.notes)
+            await self.events.emit(
+                meta, "Warning", "ConfigWarnings", f"{config.message}, with warnings:\n{listing}"
+            )
+        for note in desired.notes:
+            await self.events.emit(meta, "Warning", "ManualRBACNeeded", note)
+        if after is None or desired.deployment is None:
+            return
+        if before is None:
+            await self.events.emit(meta, "Normal", "DeploymentCreated", f"created Deployment {names.OPERAND}")
+            return
+        changes = _rollout_causes(before, desired.deployment)
+        if changes:
+            await self.events.emit(
+                meta, "Normal", "RollingOut", "rolling out the scheduler: " + "; ".join(changes)
+            )
+        elif int(after["metadata"].get("generation") or 0) > int(before["metadata"].get("generation") or 0):
+            await self.events.emit(
+                meta,
+                "Normal",
+                "DriftReverted",
+                f"Deployment {names.OPERAND} was changed outside the operator; restored it "
+                "(change the SecondaryScheduler instead)",
+            )
+
+    # -- facts -------------------------------------------------------------------------
+    async def facts(self, instance: Instance) -> ClusterFacts:
+        """How many nodes count for HA, and which optional APIs the cluster serves."""
+        matching = 0
+        if instance.spec.highly_available:
+            selector = ",".join(f"{key}={value}" for key, value in ha_node_selector(instance).items())
+            params = {"labelSelector": selector} if selector else {}
+            matching = len((await self.api.list_all("/api/v1/nodes", params))["items"])
+        service_monitor = await self._serves(SERVICE_MONITOR_API, "servicemonitors")
+        service_ca = await self._serves(names.API_VERSION, "servicecas")
+        serving_cert = None
+        if not service_ca:
+            secret = await self._get(
+                f"/api/v1/namespaces/{self.namespace}/secrets/{names.SERVING_CERT_SECRET}"
+            )
+            if secret is not None and not _self_signed(secret):
+                log.debug(
+                    "Secret %s is provided by someone else; leaving it alone", names.SERVING_CERT_SECRET
+                )
+            elif secret is not None and certs.reusable(secret.get("data"), self.namespace):
+                serving_cert = certs.from_secret_data(secret["data"])
+            else:
+                serving_cert = certs.generate(self.namespace)
+                await self.events.emit(
+                    {"name": instance.name, "namespace": instance.namespace, "uid": instance.uid},
+                    "Normal",
+                    "ServingCertCreated",
+                    f"no service-ca in this cluster: created self-signed Secret {names.SERVING_CERT_SECRET} "
+                    f"for Service {names.SERVICE} (valid {certs.VALIDITY.days} days, renewed automatically)",
+                )
+        return ClusterFacts(matching, service_monitor, service_ca, serving_cert)
+
+    async def _serves(self, api_version: str, plural: str) -> bool:
+        try:
+            listing = await self.api.get(f"/apis/{api_version}")
+        except ApiError as error:
+            if error.not_found:
+                return False
+            raise
+        return any(resource.get("name") == plural for resource in listing.get("resources") or [])
+
+    # -- removal -----------------------------------------------------------------------
+    async def remove(self, uid: str) -> list[str]:
+        """Delete every object the operator manages here (Removed, or the CR is going away).
+
+        Cluster-scoped bindings are deleted only if they bind this namespace's ServiceAccount,
+        the serving-cert Secret only if we made it. Returns what was deleted."""
+        deleted = []
+        for ref in managed_refs(self.namespace):
+            path = _ref_path(ref)
+            try:
+                current = await self.api.get(path)
+                if not _ours(current, ref, self.namespace):
+                    continue
+                await self.api.delete(path, {"propagationPolicy": "Background"})
+            except ApiError as error:
+                if error.not_found:
+                    continue
+                raise
+            deleted.append(f"{ref.kind} {ref.name}")
+        if deleted:
+            log.info("deleted %s", ", ".join(deleted))
+        return deleted
+
+    async def cleanup(self, body: JSON) -> None:
+        """The finalizer's work when the CR is deleted: nothing may be left behind."""
+        async with self.lock:
+            deleted = await self.remove(str(body["metadata"].get("uid", "")))
+            self.events.forget(str(body["metadata"].get("uid", "")))
+            self.scheduler_config = None
+            log.info("%s/%s deleted; cleaned up %d objects", self.namespace, self.instance_name, len(deleted))
+
+    # -- status --------------------------------------------------------------------------
+    async def _report_spec_error(self, body: JSON, error: SpecError) -> Result:
+        meta = body["metadata"]
+        message = "; ".join(error.problems)
+        await self.events.emit(meta, "Warning", "InvalidSpec", message)
+        deployment = await self._get(self._deployment_path())
+        outcome = Outcome(
+            self.namespace,
+            int(meta.get("generation") or 0),
+            "Managed",
+            spec_error=message,
+            deployment=deployment,
+        )
+        await self._write_status(body, outcome)
+        return Result(outcome)
+
+    async def _write_status(self, body: JSON, outcome: Outcome) -> None:
+        previous = body.get("status") or {}
+        wanted = status_body(outcome, previous, datetime.datetime.now(datetime.UTC))
+        if all(previous.get(key) == value for key, value in wanted.items()):
+            return
+        try:
+            await self.api.patch(f"{self.cr_path}/status", {"status": wanted})
+        except ApiError as error:
+            if not error.not_found:  # the CR went away meanwhile: nothing to report on
+                raise
+
+    def _deployment_path(self) -> str:
+        return resource_path("apps/v1", "deployments", self.namespace, names.OPERAND)
+
+
+_UNMANAGED = "managementState is Unmanaged: the operator leaves the scheduler and its objects alone"
+_REMOVED = "managementState is Removed: deleted the scheduler and its RBAC; the SecondaryScheduler stays"
+
+
+def _self_signed(secret: JSON) -> bool:
+    return (secret["metadata"].get("annotations") or {}).get(names.SELF_SIGNED_ANNOTATION) == "true"
+
+
+def _ours(current: JSON, ref: ObjectRef, namespace: str) -> bool:
+    """Whether a managed name really is this instance's object (never delete someone else's)."""
+    if ref.kind == "Secret":
+        return _self_signed(current)
+    if ref.kind == "ClusterRoleBinding":
+        return any(subject.get("namespace") == namespace for subject in current.get("subjects") or [])
+    if ref.kind == "ClusterRole":
+        return (current["metadata"].get("labels") or {}).get(names.MANAGED_BY_KEY) == names.MANAGED_BY
+    return True
+
+
+def _template_annotations(deployment: JSON) -> dict[str, str]:
+    template = (deployment.get("spec") or {}).get("template") or {}
+    return dict((template.get("metadata") or {}).get("annotations") or {})
+
+
+def _rollout_causes(before: JSON, desired: JSON) -> list[str]:
+    """Why applying `desired` over `before` rolls the pods, in words."""
+    old, new = _template_annotations(before), _template_annotations(desired)
+    causes = []
+    for key, value in new.items():
+        if old.get(key) == value:
+            continue
+        if key.startswith(names.CONFIGMAP_ANNOTATION_PREFIX):
+            name = key.removeprefix(names.CONFIGMAP_ANNOTATION_PREFIX)
+            causes.append(f"ConfigMap {name} changed (resourceVersion {old.get(key, 'none')} -> {value})")
+        elif key.startswith(names.GENERATION_ANNOTATION_PREFIX):
+            causes.append(f"the SecondaryScheduler changed (generation {old.get(key, 'none')} -> {value})")
+    return causes

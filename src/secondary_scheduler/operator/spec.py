@@ -1,0 +1,306 @@
+"""The SecondaryScheduler custom resource, validated: upstream's fields plus our extensions.
+
+The API server already checks a CR against the CRD's schema, but `secsched operator render`
+reads CRs from files, and some rules (quantities, toleration combinations) are beyond an
+OpenAPI schema. So the same checks run here, and each message names the field to fix.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic.alias_generators import to_camel
+from pydantic_core import ErrorDetails
+
+from secondary_scheduler.kube.quantity import QuantityError, parse_quantity
+from secondary_scheduler.operator import names
+
+LogLevel = Literal["", "Normal", "Debug", "Trace", "TraceAll"]
+ManagementState = Literal["Managed", "Unmanaged", "Force", "Removed"]
+TopologyMode = Literal["", "SingleReplica", "HighlyAvailable"]
+
+VERBOSITY: dict[str, int] = {"Normal": 2, "Debug": 4, "Trace": 6, "TraceAll": 8}
+"""logLevel -> kube-scheduler's -v; an empty or unknown level is Normal, as upstream."""
+DEFAULT_MAX_REPLICAS = 3
+
+HA_RULE = "self.mode == 'HighlyAvailable' || !has(self.highlyAvailableTopology)"
+HA_RULE_MESSAGE = "highlyAvailableTopology can only be set when mode is HighlyAvailable"
+PLACEMENT_RULE = (
+    "!has(self.topology) || !has(self.topology.mode) || self.topology.mode != 'HighlyAvailable' || "
+    "(!has(self.nodeSelector) && !has(self.tolerations))"
+)
+PLACEMENT_RULE_MESSAGE = (
+    "nodeSelector and tolerations apply outside HighlyAvailable mode; in HighlyAvailable mode "
+    "set topology.highlyAvailableTopology.nodeSelector and .tolerations instead"
+)
+
+
+class CrModel(BaseModel):
+    """camelCase as in YAML, no type coercion, unknown fields reported (a typo is never ignored)."""
+
+    model_config = ConfigDict(
+        strict=True, extra="forbid", frozen=True, alias_generator=to_camel, populate_by_name=True
+    )
+
+
+class Toleration(CrModel):
+    key: str = ""
+    operator: Literal["", "Exists", "Equal", "Lt", "Gt"] = ""
+    value: str = ""
+    effect: Literal["", "NoSchedule", "PreferNoSchedule", "NoExecute"] = ""
+    toleration_seconds: int | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Toleration:
+        # The pod API rejects these at creation time, long after the CR was accepted.
+        if self.operator == "Exists" and self.value:
+            raise ValueError("value must be empty when operator is Exists")
+        if not self.key and self.operator != "Exists":
+            raise ValueError("an empty key matches every taint and needs operator: Exists")
+        if self.toleration_seconds is not None and self.effect != "NoExecute":
+            raise ValueError("tolerationSeconds only applies with effect: NoExecute")
+        return self
+
+    def manifest(self) -> dict[str, Any]:
+        return self.model_dump(by_alias=True, exclude_defaults=True)
+
+
+class HighlyAvailableTopology(CrModel):
+    node_selector: dict[str, str] | None = None
+    tolerations: list[Toleration] | None = None
+    max_replicas: int | None = Field(default=None, ge=1)
+
+
+class Topology(CrModel):
+    mode: TopologyMode = "SingleReplica"
+    highly_available_topology: HighlyAvailableTopology | None = None
+
+    @model_validator(mode="after")
+    def _ha_rule(self) -> Topology:
+        """Upstream's CEL rule, for CRs that never met the API server."""
+        if self.mode != "HighlyAvailable" and self.highly_available_topology is not None:
+            raise ValueError(HA_RULE_MESSAGE)
+        return self
+
+
+class ResourceRequirements(CrModel):
+    requests: dict[str, Any] | None = None
+    limits: dict[str, Any] | None = None
+
+    @field_validator("requests", "limits")
+    @classmethod
+    def _quantities(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        for resource, quantity in (value or {}).items():
+            if isinstance(quantity, bool) or not isinstance(quantity, str | int | float):
+                raise ValueError(f"{resource}: a quantity is a string or a number; got {quantity!r}")
+            try:
+                parse_quantity(quantity)
+            except QuantityError as error:
+                raise ValueError(f"{resource}: {error}") from error
+        return value
+
+    def manifest(self) -> dict[str, Any]:
+        return self.model_dump(by_alias=True, exclude_none=True)
+
+
+class SecondarySchedulerSpec(CrModel):
+    management_state: ManagementState | None = None
+    log_level: LogLevel = "Normal"
+    operator_log_level: LogLevel = "Normal"
+    observed_config: dict[str, Any] | None = None
+    unsupported_config_overrides: dict[str, Any] | None = None
+    scheduler_config: str = ""
+    scheduler_image: str = ""
+    topology: Topology | None = None
+    # Ours (documented as extensions in the README and the CRD's descriptions).
+    resources: ResourceRequirements | None = None
+    priority_class_name: str = ""
+    node_selector: dict[str, str] | None = None
+    tolerations: list[Toleration] | None = None
+
+    @model_validator(mode="after")
+    def _placement_rule(self) -> SecondarySchedulerSpec:
+        if self.highly_available and (self.node_selector is not None or self.tolerations is not None):
+            raise ValueError(PLACEMENT_RULE_MESSAGE)
+        return self
+
+    @property
+    def state(self) -> ManagementState:
+        """Force means Managed for a single operand; unset means Managed, as upstream."""
+        return "Managed" if self.management_state in (None, "Force") else self.management_state
+
+    @property
+    def highly_available(self) -> bool:
+        return self.topology is not None and self.topology.mode == "HighlyAvailable"
+
+    @property
+    def image(self) -> str:
+        return self.scheduler_image or names.SCHEDULER_IMAGE
+
+    @property
+    def verbosity(self) -> int:
+        return VERBOSITY.get(self.log_level, 2)
+
+    @property
+    def ha_topology(self) -> HighlyAvailableTopology:
+        topology = self.topology.highly_available_topology if self.topology else None
+        return topology or HighlyAvailableTopology()
+
+    @property
+    def max_replicas(self) -> int:
+        return self.ha_topology.max_replicas or DEFAULT_MAX_REPLICAS
+
+    @property
+    def placement(self) -> tuple[dict[str, str] | None, list[Toleration] | None]:
+        """The pod's nodeSelector and tolerations: HA topology's in HA mode, our extension's otherwise."""
+        if self.highly_available:
+            return self.ha_topology.node_selector, self.ha_topology.tolerations
+        return self.node_selector, self.tolerations
+
+    def tls_args(self) -> list[str]:
+        """kube-scheduler TLS flags from observedConfig.servingInfo, cipher suites first, as upstream."""
+        serving = (self.observed_config or {}).get("servingInfo")
+        if not isinstance(serving, dict):
+            return []
+        args = []
+        suites = serving.get("cipherSuites")
+        if isinstance(suites, list) and suites and all(isinstance(s, str) for s in suites):
+            args.append(f"--tls-cipher-suites={','.join(suites)}")
+        minimum = serving.get("minTLSVersion")
+        if isinstance(minimum, str) and minimum:
+            args.append(f"--tls-min-version={minimum}")
+        return args
+
+
+@dataclass(frozen=True)
+class Instance:
+    """One SecondaryScheduler as the operator sees it: identity, generation, validated spec."""
+
+    name: str
+    namespace: str
+    uid: str
+    generation: int
+    spec: SecondarySchedulerSpec
+    deleting: bool = False
+
+    def owner_reference(self) -> dict[str, str]:
+        """Upstream's ownerReference: no controller or blockOwnerDeletion flags."""
+        return {"apiVersion": names.API_VERSION, "kind": names.KIND, "name": self.name, "uid": self.uid}
+
+
+class SpecError(ValueError):
+    """The CR cannot be used; each problem reads `spec.field: what to change`."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__("; ".join(problems))
+
+
+def parse_instance(body: dict[str, Any], default_namespace: str = names.DEFAULT_NAMESPACE) -> Instance:
+    """The CR in `body` (as the API returns it, or as written in a file); SpecError if unusable."""
+    if body.get("apiVersion", names.API_VERSION) != names.API_VERSION or body.get("kind", names.KIND) != (
+        names.KIND
+    ):
+        raise SpecError(
+            [
+                f"expected apiVersion {names.API_VERSION}, kind {names.KIND}; got {body.get('apiVersion')}, "
+                f"{body.get('kind')}"
+            ]
+        )
+    meta = body.get("metadata") or {}
+    raw_spec = body.get("spec")
+    if not isinstance(raw_spec, dict):
+        raise SpecError(["spec: required (a mapping with at least schedulerConfig)"])
+    try:
+        spec = SecondarySchedulerSpec.model_validate(raw_spec)
+    except ValidationError as error:
+        raise SpecError([_describe(detail) for detail in error.errors(include_url=False)]) from error
+    return Instance(
+        name=str(meta.get("name") or names.INSTANCE_NAME),
+        namespace=str(meta.get("namespace") or default_namespace),
+        uid=str(meta.get("uid") or ""),
+        generation=int(meta.get("generation") or 1),
+        spec=spec,
+        deleting=bool(meta.get("deletionTimestamp")),
+    )
+
+
+def _path(loc: tuple[int | str, ...]) -> str:
+    text = "spec"
+    for part in loc:
+        text += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return text
+
+
+_TYPES = {
+    "string_type": "a string",
+    "int_type": "an integer",
+    "bool_type": "true or false",
+    "dict_type": "a mapping",
+    "list_type": "a list",
+    "model_type": "a mapping",
+}
+
+
+def _describe(detail: ErrorDetails) -> str:
+    """One pydantic error as `spec.path: message`, worded for someone editing YAML."""
+    loc = tuple(detail["loc"])
+    kind = detail["type"]
+    given = detail.get("input")
+    if kind == "extra_forbidden":
+        *parent, field = loc
+        hint = _suggest(str(field), tuple(parent))
+        return f"{_path(loc)}: unknown field{hint}"
+    if kind == "literal_error":
+        expected = (detail.get("ctx") or {}).get("expected", "")
+        return f"{_path(loc)}: must be one of {expected}; got {given!r}"
+    if kind == "greater_than_equal":
+        bound = (detail.get("ctx") or {}).get("ge")
+        return f"{_path(loc)}: must be at least {bound}; got {given!r}"
+    if kind in _TYPES:
+        return f"{_path(loc)}: must be {_TYPES[kind]}; got {given!r}"
+    if kind == "value_error":
+        message = str(detail["msg"]).removeprefix("Value error, ")
+        return f"{_path(loc)}: {message}"
+    return f"{_path(loc)}: {detail['msg']}"
+
+
+def _model_at(parent: tuple[int | str, ...]) -> type[BaseModel] | None:
+    model: type[BaseModel] = SecondarySchedulerSpec
+    for part in parent:
+        if isinstance(part, int):
+            continue
+        field = next((f for n, f in model.model_fields.items() if (f.alias or n) == part), None)
+        if field is None:
+            return None
+        found = _model_in(field.annotation)
+        if found is None:
+            return None
+        model = found
+    return model
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for argument in getattr(annotation, "__args__", ()):
+        found = _model_in(argument)
+        if found is not None:
+            return found
+    return None
+
+
+def _suggest(field: str, parent: tuple[int | str, ...]) -> str:
+    model = _model_at(parent)
+    if model is None:
+        return ""
+    allowed = [info.alias or name for name, info in model.model_fields.items()]
+    close = difflib.get_close_matches(field, allowed, n=1, cutoff=0.6)
+    lowered = [name for name in allowed if name.lower() == field.lower()]
+    match = lowered or close
+    if match:
+        return f" (did you mean {match[0]}?)"
+    return f" (allowed here: {', '.join(allowed)})"

@@ -1,0 +1,1 @@
+"""Scheduling plugins: scoring maths, independent of the scheduling framework that calls it."""

@@ -1,0 +1,87 @@
+"""The InterPodAffinity plugin: required terms filter, preferred terms score.
+
+Namespaces of a term come from ``namespaces`` or from ``namespaceSelector`` matched against
+the labels the handle's ``namespace_labels`` lookup returns (by default only
+``kubernetes.io/metadata.name``, which covers selecting namespaces by name).
+Args: ``hardPodAffinityWeight`` (default 1) and ``ignorePreferredTermsOfExistingPods``.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from secondary_scheduler.framework.aliases import IntArray, Slots
+from secondary_scheduler.framework.args import args_mapping
+from secondary_scheduler.framework.handle import Handle
+from secondary_scheduler.framework.interface import (
+    CycleState,
+    FilterPlugin,
+    PreFilterPlugin,
+    PreScorePlugin,
+    Rejection,
+    ScorePlugin,
+)
+from secondary_scheduler.framework.nodetable import NodeTable
+from secondary_scheduler.framework.podinfo import PodInfo
+from secondary_scheduler.framework.status import SKIP, SUCCESS, Status
+from secondary_scheduler.plugins.interpodaffinity import filtering, scoring
+
+_PRE_FILTER_KEY = "PreFilterInterPodAffinity"
+_PRE_SCORE_KEY = "PreScoreInterPodAffinity"
+
+
+class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
+    name: ClassVar[str] = "InterPodAffinity"
+
+    def __init__(self, args: object, handle: Handle) -> None:
+        super().__init__(args, handle)
+        raw = args_mapping(args)
+        self.hard_pod_affinity_weight = int(raw.get("hardPodAffinityWeight", 1))
+        self.ignore_preferred_terms_of_existing_pods = bool(
+            raw.get("ignorePreferredTermsOfExistingPods", False)
+        )
+
+    def pre_filter(self, state: CycleState, pod: PodInfo, table: NodeTable) -> Status:
+        prepared = filtering.filter_state(table, pod, self.handle.namespace_labels)
+        if not (
+            prepared.existing_anti_affinity or pod.required_affinity_terms or pod.required_anti_affinity_terms
+        ):
+            return SKIP
+        state.write(_PRE_FILTER_KEY, prepared)
+        return SUCCESS
+
+    def filter(self, state: CycleState, pod: PodInfo, table: NodeTable, candidates: Slots) -> list[Rejection]:
+        labels = self.handle.namespace_labels
+        prepared = state.read(_PRE_FILTER_KEY, filtering.FilterState) or filtering.filter_state(
+            table, pod, labels
+        )
+        return filtering.rejections(prepared, table, pod, candidates, labels)
+
+    def _score_state(self, table: NodeTable, pod: PodInfo) -> scoring.ScoreState | None:
+        return scoring.score_state(
+            table,
+            pod,
+            self.handle.namespace_labels,
+            self.hard_pod_affinity_weight,
+            self.ignore_preferred_terms_of_existing_pods,
+        )
+
+    def pre_score(self, state: CycleState, pod: PodInfo, table: NodeTable, nodes: Slots) -> Status:
+        prepared = self._score_state(table, pod)
+        if prepared is None:
+            return SKIP
+        state.write(_PRE_SCORE_KEY, prepared)
+        return SUCCESS
+
+    def score(self, state: CycleState, pod: PodInfo, table: NodeTable, nodes: Slots) -> IntArray:
+        prepared = state.read(_PRE_SCORE_KEY, scoring.ScoreState)
+        if prepared is None:  # PreScore is not enabled: prepare here, and keep it for normalize
+            prepared = self._score_state(table, pod) or scoring.ScoreState({})
+            state.write(_PRE_SCORE_KEY, prepared)
+        return scoring.scores(prepared, table, nodes)
+
+    def normalize(self, state: CycleState, pod: PodInfo, scores: IntArray) -> IntArray:
+        prepared = state.read(_PRE_SCORE_KEY, scoring.ScoreState)
+        if prepared is None or not prepared.topology_scores:
+            return scores
+        return scoring.normalize(scores)

@@ -1,0 +1,30 @@
+"""Rejects nodes where a host port the pod wants is already in use (see ``hostports.conflicts``)."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+
+from secondary_scheduler.framework.aliases import Slots
+from secondary_scheduler.framework.hostports import conflicts
+from secondary_scheduler.framework.interface import CycleState, FilterPlugin, PreFilterPlugin, Rejection
+from secondary_scheduler.framework.nodetable import NodeTable
+from secondary_scheduler.framework.podinfo import PodInfo
+from secondary_scheduler.framework.status import SKIP, SUCCESS, Status
+
+REASON = "node(s) didn't have free ports for the requested pod ports"
+
+
+class NodePorts(PreFilterPlugin, FilterPlugin):
+    name: ClassVar[str] = "NodePorts"
+
+    def pre_filter(self, state: CycleState, pod: PodInfo, table: NodeTable) -> Status:
+        return SUCCESS if pod.host_ports else SKIP
+
+    def filter(self, state: CycleState, pod: PodInfo, table: NodeTable, candidates: Slots) -> list[Rejection]:
+        if not pod.host_ports:
+            return []
+        used = table.used_ports
+        taken = (bool(used[slot]) and conflicts(pod.host_ports, used[slot]) for slot in candidates.tolist())
+        return [Rejection(np.fromiter(taken, dtype=np.bool_, count=len(candidates)), REASON)]

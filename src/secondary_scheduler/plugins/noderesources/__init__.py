@@ -1,0 +1,6 @@
+"""NodeResourcesFit and NodeResourcesBalancedAllocation: requests against allocatable."""
+
+from secondary_scheduler.plugins.noderesources.balanced_allocation import BalancedAllocation
+from secondary_scheduler.plugins.noderesources.fit import Fit
+
+__all__ = ["BalancedAllocation", "Fit"]

@@ -1,0 +1,5 @@
+"""PrioritySort: the queue order of kube-scheduler."""
+
+from secondary_scheduler.plugins.prioritysort.priority_sort import PrioritySort
+
+__all__ = ["PrioritySort"]

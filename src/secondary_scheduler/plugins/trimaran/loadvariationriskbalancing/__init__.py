@@ -1,0 +1,1 @@
+"""LoadVariationRiskBalancing: balance mean load plus its variability across nodes."""

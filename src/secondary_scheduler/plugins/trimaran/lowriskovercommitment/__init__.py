@@ -1,0 +1,1 @@
+"""LowRiskOverCommitment: favour nodes where overcommitted limits carry the least risk."""

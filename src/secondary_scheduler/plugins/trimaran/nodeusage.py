@@ -1,0 +1,315 @@
+"""Node metrics as the plugins need them in a cycle: arrays aligned with the scored nodes.
+
+A snapshot is parsed into arrays once (``SnapshotIndex``, cached by the snapshot's
+identity), and mapped onto the NodeTable's slots once per snapshot or node set, so a
+scheduling cycle only gathers rows. The view also applies our policy on top of upstream's
+maths: a snapshot older than metricsStalenessLimit is not trusted, and nodes without
+metrics can be estimated from their requests (``Estimate``) instead of scored 0. What it
+finds missing is logged once per node or series (not once per cycle) and exported as gauges.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from secondary_scheduler.config.trimaran_args import PROMETHEUS, TrimaranArgs
+from secondary_scheduler.framework.aliases import BoolArray, FloatArray, IntArray, Slots
+from secondary_scheduler.framework.nodetable import NodeTable
+from secondary_scheduler.framework.resources import CPU_COLUMN, MEMORY_COLUMN
+from secondary_scheduler.plugins.trimaran.collector import MetricsCollector, Snapshot
+from secondary_scheduler.plugins.trimaran.notes import MetricsNote
+from secondary_scheduler.plugins.trimaran.providers.prometheus import SERIES_OF
+from secondary_scheduler.plugins.trimaran.resourcestats import safe_divide
+from secondary_scheduler.plugins.trimaran.targetloadpacking.scoring import node_cpu_percent
+from secondary_scheduler.plugins.trimaran.telemetry import TrimaranMetrics
+from secondary_scheduler.plugins.trimaran.watchermetrics import (
+    CPU,
+    MEMORY,
+    ResourceData,
+    ResourceDataArrays,
+    WatcherMetrics,
+    node_metrics_list,
+    resource_data,
+)
+
+log = logging.getLogger(__name__)
+
+RESOURCES = {"cpu": CPU, "memory": MEMORY}
+"""Resource name (as in requests, logs and metrics) -> the metric type load-watcher uses."""
+_NO_DATA = ResourceData(avg=0.0, stdev=0.0, valid=False)
+_SHOWN_NODES = 10
+
+
+@dataclass(frozen=True)
+class UsagePolicy:
+    """How far to trust metrics: our extensions, or upstream's behaviour exactly (parityMode)."""
+
+    staleness_limit: float | None
+    """Seconds; None trusts a snapshot of any age."""
+    fallback: bool
+    """Estimate nodes without metrics from their requests."""
+
+    @classmethod
+    def of(cls, args: TrimaranArgs) -> UsagePolicy:
+        if args.parity_mode:
+            return cls(staleness_limit=None, fallback=False)
+        return cls(staleness_limit=args.metrics_staleness_limit, fallback=args.fallback_to_requests)
+
+
+@dataclass(frozen=True)
+class SnapshotIndex:
+    """One snapshot's metrics as arrays: a row per node in it, then a last row meaning "no metrics"."""
+
+    row_of: dict[str, int]
+    cpu: ResourceDataArrays
+    memory: ResourceDataArrays
+    cpu_percent: FloatArray
+    """TargetLoadPacking's reading of CPU (last AVG or Latest); NaN where there is none."""
+    has_metrics: BoolArray
+    missing_series: tuple[str, ...]
+    """Resources no node has any metric of, though the snapshot has nodes (or has none at all)."""
+
+    @classmethod
+    def build(cls, metrics: WatcherMetrics | None) -> SnapshotIndex:
+        """Parse a snapshot (None: no metrics at all) into arrays; done once per snapshot."""
+        names = list(metrics.data.node_metrics_map) if metrics is not None else []
+        lists = [*node_metrics_list(metrics, names), None]
+        cpu = _arrays([_NO_DATA if m is None else resource_data(m, CPU) for m in lists])
+        memory = _arrays([_NO_DATA if m is None else resource_data(m, MEMORY) for m in lists])
+        percents = [None if m is None else node_cpu_percent(m) for m in lists]
+        missing: tuple[str, ...] = ()
+        if metrics is not None:
+            valid = {"cpu": cpu.valid[:-1], "memory": memory.valid[:-1]}
+            missing = tuple(resource for resource, found in valid.items() if not found.any())
+        return cls(
+            row_of={name: row for row, name in enumerate(names)},
+            cpu=cpu,
+            memory=memory,
+            cpu_percent=np.array([np.nan if p is None else p for p in percents], dtype=np.float64),
+            has_metrics=np.array([m is not None for m in lists], dtype=np.bool_),
+            missing_series=missing,
+        )
+
+    @property
+    def no_metrics_row(self) -> int:
+        return len(self.row_of)
+
+
+def _arrays(rows: Sequence[ResourceData]) -> ResourceDataArrays:
+    return ResourceDataArrays(
+        avg=np.array([row.avg for row in rows], dtype=np.float64),
+        stdev=np.array([row.stdev for row in rows], dtype=np.float64),
+        valid=np.array([row.valid for row in rows], dtype=np.bool_),
+    )
+
+
+def _gather(data: ResourceDataArrays, rows: IntArray) -> ResourceDataArrays:
+    return ResourceDataArrays(avg=data.avg[rows], stdev=data.stdev[rows], valid=data.valid[rows])
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """Load estimated from requests: each node's requested / allocatable, in percent."""
+
+    cpu: FloatArray
+    memory: FloatArray
+
+    @classmethod
+    def of(cls, table: NodeTable, nodes: Slots) -> Estimate:
+        requested = table.requested[nodes][:, [CPU_COLUMN, MEMORY_COLUMN]].astype(np.float64)
+        allocatable = table.allocatable[nodes][:, [CPU_COLUMN, MEMORY_COLUMN]].astype(np.float64)
+        percent = safe_divide(100 * requested, allocatable, allocatable > 0)
+        return cls(cpu=percent[:, 0], memory=percent[:, 1])
+
+
+@dataclass(frozen=True)
+class NodeUsage:
+    """The scored nodes' measured load (rows aligned with ``nodes``) and how it may be completed."""
+
+    source: str
+    snapshot: Snapshot | None
+    """The snapshot the values come from; None when there is none or it is not trusted."""
+    window: str | None
+    """The newest snapshot's window, trusted or not."""
+    age_seconds: float | None
+    stale: bool
+    policy: UsagePolicy
+    missing_series: tuple[str, ...]
+    cpu: ResourceDataArrays
+    memory: ResourceDataArrays
+    cpu_percent: FloatArray
+    has_metrics: BoolArray
+    estimate: Estimate | None
+    """Requests-based load, when the policy falls back to it; None otherwise."""
+
+    @property
+    def window_end(self) -> int:
+        return self.snapshot.metrics.window.end if self.snapshot is not None else 0
+
+    def filled(self, resource: str) -> tuple[ResourceDataArrays, BoolArray]:
+        """A resource's data with estimates where it has no metrics, and which entries are estimates."""
+        data = self.cpu if resource == "cpu" else self.memory
+        if self.estimate is None:
+            return data, np.zeros(data.valid.shape, dtype=np.bool_)
+        estimated = ~data.valid
+        guess = self.estimate.cpu if resource == "cpu" else self.estimate.memory
+        completed = ResourceDataArrays(
+            avg=np.where(estimated, guess, data.avg),
+            stdev=np.where(estimated, 0.0, data.stdev),
+            valid=np.ones(data.valid.shape, dtype=np.bool_),
+        )
+        return completed, estimated
+
+    def note(
+        self,
+        plugin: str,
+        table: NodeTable,
+        nodes: Slots,
+        estimated: Mapping[str, BoolArray],
+        unmeasured: BoolArray,
+        recent: Mapping[str, int] | None = None,
+    ) -> MetricsNote:
+        """The cycle's note for ``plugin``: flags are aligned with ``nodes`` (slots of ``table``).
+
+        ``estimated`` has a mask for each resource the plugin uses: which loads came from requests.
+        """
+        return MetricsNote(
+            plugin=plugin,
+            source=self.source,
+            window=self.window,
+            age_seconds=self.age_seconds,
+            stale=self.stale,
+            staleness_limit=self.policy.staleness_limit,
+            missing_series=tuple(resource for resource in self.missing_series if resource in estimated),
+            estimated={
+                resource: tuple(table.names[slot] for slot in nodes[mask])
+                for resource, mask in estimated.items()
+                if mask.any()
+            },
+            unmeasured=tuple(table.names[slot] for slot in nodes[unmeasured]),
+            recent=dict(recent or {}),
+        )
+
+
+class NodeMetricsView:
+    """One collector's snapshots, as arrays over a NodeTable; shared by every plugin using that source."""
+
+    def __init__(self, collector: MetricsCollector, telemetry: TrimaranMetrics, source_kind: str) -> None:
+        self.collector = collector
+        self.telemetry = telemetry
+        self.source_kind = source_kind
+        self._indexed: WatcherMetrics | None = None
+        self._index = SnapshotIndex.build(None)
+        self._table: NodeTable | None = None
+        self._names: list[str] = []
+        self._rows: IntArray = np.zeros(0, dtype=np.int64)
+        self._warned_nodes: dict[str, set[str]] = {resource: set() for resource in RESOURCES}
+        self._warned_series: set[str] = set()
+        self._warned_stale = False
+
+    @property
+    def label(self) -> str:
+        return self.collector.label
+
+    def usage(self, table: NodeTable, nodes: Slots, policy: UsagePolicy) -> NodeUsage:
+        """The scored nodes' metrics under ``policy``; never waits on the network."""
+        snapshot, stale = self.collector.latest(policy.staleness_limit)
+        age = self.collector.age(snapshot) if snapshot is not None else None
+        self._check_staleness(stale, age, policy)
+        trusted = None if stale else snapshot
+        index = self._index_of(trusted.metrics if trusted is not None else None)
+        rows = self._rows_for(table, index)[nodes]
+        return NodeUsage(
+            source=self.label,
+            snapshot=trusted,
+            window=snapshot.window if snapshot is not None else None,
+            age_seconds=age,
+            stale=stale,
+            policy=policy,
+            missing_series=index.missing_series,
+            cpu=_gather(index.cpu, rows),
+            memory=_gather(index.memory, rows),
+            cpu_percent=index.cpu_percent[rows],
+            has_metrics=index.has_metrics[rows],
+            estimate=Estimate.of(table, nodes) if policy.fallback else None,
+        )
+
+    def _index_of(self, metrics: WatcherMetrics | None) -> SnapshotIndex:
+        """The snapshot's arrays, built once per snapshot (identity: a refresh makes a new object)."""
+        if metrics is not self._indexed:
+            self._indexed = metrics
+            self._index = SnapshotIndex.build(metrics)
+            self._table = None  # re-map the slots
+        return self._index
+
+    def _rows_for(self, table: NodeTable, index: SnapshotIndex) -> IntArray:
+        """Slot -> snapshot row, rebuilt when the snapshot or the table's set of nodes changes."""
+        if table is not self._table or table.names != self._names:
+            self._table = table
+            self._names = list(table.names)
+            missing = index.no_metrics_row
+            self._rows = np.array([index.row_of.get(name, missing) for name in self._names], dtype=np.int64)
+            self._check_coverage(table, index)
+        return self._rows
+
+    def _check_coverage(self, table: NodeTable, index: SnapshotIndex) -> None:
+        """Gauges of nodes without metrics; one warning per node (or series) when it starts lacking them."""
+        active = table.active_slots()
+        rows = self._rows[active]
+        measured = self._indexed is not None
+        for resource in RESOURCES:
+            data = index.cpu if resource == "cpu" else index.memory
+            lacking = {table.names[slot] for slot in active[~data.valid[rows]]}
+            self.telemetry.nodes_without_metrics.labels(self.label, resource).set(len(lacking))
+            series_missing = resource in index.missing_series
+            self.telemetry.series_missing.labels(self.label, resource).set(1 if series_missing else 0)
+            if not measured:
+                continue
+            if series_missing:
+                if resource not in self._warned_series:
+                    log.warning("metrics from %s: %s", self.label, self._missing_series_message(resource))
+                    self._warned_series.add(resource)
+                lacking = set()
+            else:
+                self._warned_series.discard(resource)
+            new = sorted(lacking - self._warned_nodes[resource])
+            if new:
+                log.warning(
+                    "metrics from %s: no %s metrics for %d node(s): %s. They are scored from their requests "
+                    "where fallbackToRequests is on, else 0 (as upstream); check that the source reports "
+                    "them under the Node's name",
+                    self.label,
+                    resource,
+                    len(new),
+                    ", ".join(new[:_SHOWN_NODES]) + (" ..." if len(new) > _SHOWN_NODES else ""),
+                )
+            self._warned_nodes[resource] = lacking
+
+    def _missing_series_message(self, resource: str) -> str:
+        if self.source_kind == PROMETHEUS:
+            return (
+                f"no node has {resource} metrics: the query on {SERIES_OF[RESOURCES[resource]]} returned "
+                "nothing. The recording rule is probably missing (newer kube-prometheus-stack charts and "
+                "some OpenShift versions lack it; upstream then scores every node 0 silently): add the "
+                "rule, and check that its `instance` label is the Node name"
+            )
+        return f"no node has {resource} metrics: check that the source reports {RESOURCES[resource]} metrics"
+
+    def _check_staleness(self, stale: bool, age: float | None, policy: UsagePolicy) -> None:
+        if stale and not self._warned_stale:
+            log.warning(
+                "metrics from %s: the newest snapshot is %.0fs old, over metricsStalenessLimit (%gs): "
+                "not trusted until a fetch succeeds (nodes are scored from requests where "
+                "fallbackToRequests is on)",
+                self.label,
+                age or 0.0,
+                policy.staleness_limit or 0.0,
+            )
+            self._warned_stale = True
+        elif not stale and self._warned_stale and age is not None:
+            log.info("metrics from %s: fresh again (%.0fs old)", self.label, age)
+            self._warned_stale = False

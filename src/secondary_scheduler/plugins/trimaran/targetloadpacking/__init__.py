@@ -1,0 +1,1 @@
+"""TargetLoadPacking: pack measured CPU load towards a target utilisation."""

@@ -1,0 +1,93 @@
+"""TargetLoadPacking as a framework Score plugin over the NodeTable."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+
+from secondary_scheduler.config.trimaran_args import TargetLoadPackingArgs
+from secondary_scheduler.framework.aliases import IntArray, Slots
+from secondary_scheduler.framework.handle import Handle
+from secondary_scheduler.framework.interface import CycleState, ScorePlugin
+from secondary_scheduler.framework.nodetable import NodeTable
+from secondary_scheduler.framework.podinfo import PodInfo
+from secondary_scheduler.plugins.trimaran.pluginbase import TrimaranPlugin, validated_args
+from secondary_scheduler.plugins.trimaran.resourcestats import KubeObject, resources_of
+from secondary_scheduler.plugins.trimaran.targetloadpacking.scoring import (
+    NodeArrays,
+    missing_utilisation,
+    predict_pod_cpu,
+    score_nodes,
+)
+
+
+class TargetLoadPacking(TrimaranPlugin, ScorePlugin):
+    name: ClassVar[str] = "TargetLoadPacking"
+
+    def __init__(self, args: object, handle: Handle) -> None:
+        self.args = validated_args(TargetLoadPackingArgs, args, self.name)
+        super().__init__(self.args, handle)
+        self._capacity = CapacityColumn()
+
+    def score(self, state: CycleState, pod: PodInfo, table: NodeTable, nodes: Slots) -> IntArray:
+        usage = self.usage(table, nodes)
+        percent = usage.cpu_percent
+        estimated = np.zeros(len(nodes), dtype=np.bool_)
+        if usage.estimate is not None:
+            estimated = np.isnan(percent)
+            percent = np.where(estimated, usage.estimate.cpu, percent)
+        # An estimate from requests already includes recently placed pods.
+        missing = np.where(estimated, 0, self._missing(table, usage.window_end)[nodes])
+        arrays = NodeArrays(
+            capacity_millis=self._capacity.of(table)[nodes], cpu_percent=percent, missing_millis=missing
+        )
+        scores = score_nodes(arrays, predict_pod_cpu(pod.obj, self.args), self.args)
+        recent = {table.names[nodes[i]]: int(missing[i]) for i in np.flatnonzero(missing)}
+        note = usage.note(self.name, table, nodes, {"cpu": estimated}, np.isnan(percent), recent)
+        self.remember(state, note)
+        return scores
+
+    def _missing(self, table: NodeTable, window_end: int) -> IntArray:
+        """Per slot, predicted CPU of recently placed pods the metrics do not show yet."""
+        parity = self.args.parity_mode
+        by_slot = np.zeros(table.capacity, dtype=np.int64)
+        for node, entries in self.services.recently_scheduled.on_nodes():
+            slot = table.slot_of(node)
+            if slot is not None:
+                stamped = [
+                    (stamp, entry.pod) for entry in entries if (stamp := entry.stamp(parity)) is not None
+                ]
+                by_slot[slot] = missing_utilisation(stamped, window_end, self.args)
+        return by_slot
+
+
+class CapacityColumn:
+    """Each slot's ``status.capacity.cpu`` in millicores, re-read only for nodes whose object changed.
+
+    TargetLoadPacking divides by capacity (not allocatable, which is all the NodeTable keeps).
+    """
+
+    def __init__(self) -> None:
+        self._objects: list[KubeObject | None] = []
+        self._millis: IntArray = np.zeros(0, dtype=np.int64)
+
+    def of(self, table: NodeTable) -> IntArray:
+        objects = table.objects
+        if objects == self._objects:
+            return self._millis
+        millis = np.zeros(len(objects), dtype=np.int64)
+        kept = min(len(objects), len(self._objects))
+        millis[:kept] = self._millis[:kept]
+        for slot, node in enumerate(objects):
+            if slot >= kept or node is not self._objects[slot]:
+                millis[slot] = _capacity_millis(node)
+        self._objects = list(objects)
+        self._millis = millis
+        return millis
+
+
+def _capacity_millis(node: KubeObject | None) -> int:
+    if node is None:
+        return 0
+    return resources_of((node.get("status") or {}).get("capacity")).milli_cpu

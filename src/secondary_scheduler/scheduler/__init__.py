@@ -1,0 +1,1 @@
+"""The scheduler runtime: queue, cache, binding, leader election, servers and the CLI."""

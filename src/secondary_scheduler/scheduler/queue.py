@@ -1,0 +1,226 @@
+"""The scheduling queue: active, backoff and unschedulable pods, as kube-scheduler keeps them.
+
+- active: a heap ordered by the profile's QueueSort plugin; `pop()` waits on it.
+- backoff: pods that failed, each until its delay (initial * 2^(attempts-1), capped) ends.
+- unschedulable: pods nothing fits; a cluster event that could help (a node added or
+  changed, a pod deleted) moves them back, and so does a periodic flush after
+  `unschedulable_timeout`, so that no pod waits forever on a missed event.
+
+A move request that arrives while a pod is being scheduled is remembered (by cycle
+number), so a pod that failed on stale state goes to backoff, not to unschedulable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import heapq
+import itertools
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Generic, Protocol, TypeVar
+
+
+class Keyed(Protocol):
+    @property
+    def key(self) -> str: ...
+
+
+P = TypeVar("P", bound=Keyed)
+
+
+@dataclass
+class QueuedPod(Generic[P]):
+    """A pod in the queue, with what backoff and ordering need to know about it."""
+
+    pod: P
+    timestamp: float = field(default_factory=time.monotonic)  # when it (re)entered the queue
+    initial_timestamp: float = field(default_factory=time.monotonic)
+    attempts: int = 0
+    backoff_until: float = 0.0
+    unschedulable_since: float = 0.0
+    cycle: int = 0  # the scheduling cycle that last popped it
+
+
+class _HeapEntry(Generic[P]):
+    __slots__ = ("item", "less", "order", "removed")
+
+    def __init__(
+        self, item: QueuedPod[P], less: Callable[[QueuedPod[P], QueuedPod[P]], bool], order: int
+    ) -> None:
+        self.item = item
+        self.less = less
+        self.order = order
+        self.removed = False
+
+    def __lt__(self, other: _HeapEntry[P]) -> bool:
+        if self.less(self.item, other.item):
+            return True
+        if self.less(other.item, self.item):
+            return False
+        return self.order < other.order
+
+
+class SchedulingQueue(Generic[P]):
+    def __init__(
+        self,
+        less: Callable[[QueuedPod[P], QueuedPod[P]], bool],
+        initial_backoff: float = 1.0,
+        max_backoff: float = 10.0,
+        unschedulable_timeout: float = 300.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.less = less
+        self.initial_backoff = initial_backoff
+        self.max_backoff = max_backoff
+        self.unschedulable_timeout = unschedulable_timeout
+        self.clock = clock
+        self._active: list[_HeapEntry[P]] = []
+        self._active_by_key: dict[str, _HeapEntry[P]] = {}
+        self._backoff: dict[str, QueuedPod[P]] = {}
+        self._unschedulable: dict[str, QueuedPod[P]] = {}
+        self._in_flight: dict[str, QueuedPod[P]] = {}
+        self._order = itertools.count()
+        self._wakeup = asyncio.Event()
+        self.scheduling_cycle = 0
+        self.move_request_cycle = -1
+
+    # -- sizes (for scheduler_pending_pods) --------------------------------------------
+    def counts(self) -> dict[str, int]:
+        return {
+            "active": len(self._active_by_key),
+            "backoff": len(self._backoff),
+            "unschedulable": len(self._unschedulable),
+        }
+
+    def get(self, key: str) -> P | None:
+        """The queued (or in-flight) version of a pod, if any."""
+        entry = self._active_by_key.get(key)
+        if entry is not None:
+            return entry.item.pod
+        for items in (self._backoff, self._unschedulable, self._in_flight):
+            item = items.get(key)
+            if item is not None:
+                return item.pod
+        return None
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._active_by_key or key in self._backoff or key in self._unschedulable
+
+    # -- adding, updating, deleting ----------------------------------------------------
+    def _push_active(self, item: QueuedPod[P]) -> None:
+        entry = _HeapEntry(item, self.less, next(self._order))
+        self._active_by_key[item.pod.key] = entry
+        heapq.heappush(self._active, entry)
+        self._wakeup.set()
+
+    def add(self, pod: P) -> None:
+        """A new pod for us: straight to active."""
+        key = pod.key
+        if key in self or key in self._in_flight:
+            self.update(pod)
+            return
+        self._push_active(QueuedPod(pod, timestamp=self.clock(), initial_timestamp=self.clock()))
+
+    def update(self, pod: P) -> None:
+        """A pod changed: keep its place; an unschedulable pod gets another try (it may fit now)."""
+        key = pod.key
+        if key in self._active_by_key:
+            self._active_by_key[key].item.pod = pod
+        elif key in self._backoff:
+            self._backoff[key].pod = pod
+        elif key in self._unschedulable:
+            item = self._unschedulable.pop(key)
+            item.pod = pod
+            self._requeue(item)
+        elif key in self._in_flight:
+            self._in_flight[key].pod = pod
+
+    def delete(self, key: str) -> None:
+        entry = self._active_by_key.pop(key, None)
+        if entry is not None:
+            entry.removed = True
+        self._backoff.pop(key, None)
+        self._unschedulable.pop(key, None)
+        self._in_flight.pop(key, None)
+
+    # -- the scheduling loop's side ----------------------------------------------------
+    async def pop(self) -> QueuedPod[P]:
+        while True:
+            self.flush()
+            while self._active:
+                entry = heapq.heappop(self._active)
+                if entry.removed:
+                    continue
+                del self._active_by_key[entry.item.pod.key]
+                self.scheduling_cycle += 1
+                entry.item.cycle = self.scheduling_cycle
+                entry.item.attempts += 1
+                self._in_flight[entry.item.pod.key] = entry.item
+                return entry.item
+            self._wakeup.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wakeup.wait(), timeout=self._next_wake())
+
+    def done(self, key: str) -> None:
+        """The pod was scheduled (or is gone): forget it."""
+        self._in_flight.pop(key, None)
+
+    def requeue_failed(self, item: QueuedPod[P], unschedulable: bool) -> None:
+        """After a failed attempt: unschedulable waits for an event, an error backs off."""
+        key = item.pod.key
+        if self._in_flight.pop(key, None) is None:
+            return  # deleted while we were scheduling it
+        item.timestamp = self.clock()
+        item.backoff_until = self.clock() + self.backoff_duration(item.attempts)
+        if unschedulable and self.move_request_cycle < item.cycle:
+            item.unschedulable_since = self.clock()
+            self._unschedulable[key] = item
+        else:
+            self._backoff[key] = item
+            self._wakeup.set()
+
+    def backoff_duration(self, attempts: int) -> float:
+        duration = self.initial_backoff * (2 ** max(0, attempts - 1))
+        return min(duration, self.max_backoff)
+
+    # -- events --------------------------------------------------------------------------
+    def move_all_to_active_or_backoff(self, reason: str = "") -> None:
+        """A cluster event that may make unschedulable pods fit: give them all another try."""
+        self.move_request_cycle = self.scheduling_cycle
+        items = list(self._unschedulable.values())
+        self._unschedulable.clear()
+        for item in items:
+            self._requeue(item)
+
+    def _requeue(self, item: QueuedPod[P]) -> None:
+        if item.backoff_until > self.clock():
+            self._backoff[item.pod.key] = item
+            self._wakeup.set()
+        else:
+            item.timestamp = self.clock()
+            self._push_active(item)
+
+    def flush(self) -> None:
+        """Move pods whose backoff ended to active, and long-unschedulable pods back in."""
+        now = self.clock()
+        for key in [key for key, item in self._backoff.items() if item.backoff_until <= now]:
+            item = self._backoff.pop(key)
+            item.timestamp = now
+            self._push_active(item)
+        stale = [
+            key
+            for key, item in self._unschedulable.items()
+            if now - item.unschedulable_since >= self.unschedulable_timeout
+        ]
+        for key in stale:
+            self._requeue(self._unschedulable.pop(key))
+
+    def _next_wake(self) -> float:
+        now = self.clock()
+        deadlines = [item.backoff_until for item in self._backoff.values()]
+        deadlines += [
+            item.unschedulable_since + self.unschedulable_timeout for item in self._unschedulable.values()
+        ]
+        return max(0.01, min(deadlines) - now) if deadlines else 1.0

@@ -1,0 +1,47 @@
+"""Fixtures shared by every test: one local cluster per session, a namespace per test.
+
+The cluster is real (etcd, kube-apiserver, controller-manager, KWOK, Prometheus). A test
+that needs it never skips: if the cluster cannot start, the session fails and says why.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+
+from secondary_scheduler.cluster.localcluster import ClusterOptions, LocalCluster
+from secondary_scheduler.kube.client import ApiClient, ApiError
+
+CLUSTER_NODES = 5
+
+
+@pytest.fixture(scope="session")
+def cluster() -> Iterator[LocalCluster]:
+    options = ClusterOptions(name=f"pytest-{os.getpid()}", nodes=CLUSTER_NODES, zones=3, scrape_interval="2s")
+    with LocalCluster(options) as local:
+        yield local
+
+
+@pytest.fixture
+async def api(cluster: LocalCluster) -> AsyncIterator[ApiClient]:
+    async with cluster.api() as client:
+        yield client
+
+
+@pytest.fixture
+async def namespace(api: ApiClient) -> AsyncIterator[str]:
+    """A fresh namespace for one test, deleted (with everything in it) afterwards."""
+    name = f"t-{uuid.uuid4().hex[:10]}"
+    await api.create(
+        "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+    )
+    # The ServiceAccount admission needs the namespace's default account before pods can be made.
+    yield name
+    try:
+        await api.delete(f"/api/v1/namespaces/{name}")
+    except ApiError as error:
+        if not error.not_found:
+            raise
