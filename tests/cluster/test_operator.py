@@ -1,11 +1,12 @@
 """The operator on a real control plane, installed from deploy/ as the OpenShift notes describe.
 
 `kubectl apply -f deploy/` installs the CRD, RBAC, the example ConfigMap and the CR `cluster`;
-the operator then runs in this process (kopf's operator API) with the token of its own
-ServiceAccount, so every call it makes is held to deploy/'s least-privilege RBAC. The tests
-share that one installation and run in file order, each leaving the CR Managed and healthy.
-KWOK reports the scheduler's pods Running, but nothing runs in them; the end-to-end test
-therefore starts `secsched scheduler` itself, exactly as the Deployment would.
+the operator then runs in this process (kopf's operator API, on a thread with an event loop
+of its own) with the token of its own ServiceAccount, so every call it makes is held to
+deploy/'s least-privilege RBAC. The tests share that one installation and run in file order,
+each leaving the CR Managed and healthy. KWOK reports the scheduler's pods Running, but
+nothing runs in them; the end-to-end test therefore starts `secsched scheduler` itself,
+exactly as the Deployment would.
 """
 
 from __future__ import annotations
@@ -653,6 +654,49 @@ async def test_other_secondary_schedulers_are_ignored_with_a_warning(
 
 async def _has_event(api: ApiClient, name: str, reason: str) -> bool:
     return reason in await event_reasons(api, name)
+
+
+SERVICE_MONITOR_CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "servicemonitors.monitoring.coreos.com"},
+    "spec": {
+        "group": "monitoring.coreos.com",
+        "names": {
+            "kind": "ServiceMonitor",
+            "listKind": "ServiceMonitorList",
+            "plural": "servicemonitors",
+            "singular": "servicemonitor",
+        },
+        "scope": "Namespaced",
+        "versions": [
+            {
+                "name": "v1",
+                "served": True,
+                "storage": True,
+                "schema": {
+                    "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+                },
+            }
+        ],
+    },
+}
+
+
+async def test_service_monitor_only_where_its_crd_exists(admin: ApiClient, operator: None) -> None:
+    monitor = f"/apis/monitoring.coreos.com/v1/namespaces/{NS}/servicemonitors/secondary-scheduler"
+    crd = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/servicemonitors.monitoring.coreos.com"
+    await admin.apply(SERVICE_MONITOR_CRD, "test")
+    try:
+        created = await wait_for(
+            lambda: get(admin, monitor), "the ServiceMonitor (periodic resync)", RESYNC * 4
+        )
+        assert created["spec"]["selector"] == {"matchLabels": {"app": "secondary-scheduler"}}
+        assert created["spec"]["endpoints"][0]["tlsConfig"]["serverName"] == f"metrics.{NS}.svc"
+        assert created["metadata"]["ownerReferences"][0]["kind"] == "SecondaryScheduler"
+    finally:
+        await admin.delete(crd)
+        await wait_for(lambda: _gone(admin, crd), "the ServiceMonitor CRD to go", 30)
 
 
 async def test_deleting_the_cr_leaves_nothing_behind(admin: ApiClient, operator: None) -> None:

@@ -71,9 +71,9 @@ apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
 leaderElection:
   leaderElect: true
-  leaseDuration: 4s
-  renewDeadline: 3s
-  retryPeriod: 1s
+  leaseDuration: 8s
+  renewDeadline: 6s
+  retryPeriod: 2s
   resourceName: secondary-scheduler
   resourceNamespace: {namespace}
 clientConnection:

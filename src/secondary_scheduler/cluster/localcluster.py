@@ -495,7 +495,9 @@ class LocalCluster:
                 ),
             )
 
-    async def add_nodes(self, count: int, shape: NodeShape | None = None, start: int | None = None) -> list[str]:
+    async def add_nodes(
+        self, count: int, shape: NodeShape | None = None, start: int | None = None
+    ) -> list[str]:
         """Create more fake nodes (named after the ones there are) and wait until they are Ready."""
         if start is None:
             start = len(await self._list("/api/v1/nodes"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from .client import JSON
+from .reflector import WatchHandler
 
 
 def object_key(obj: JSON) -> str:
@@ -35,3 +36,18 @@ class ObjectStore:
     def _changed(self) -> None:
         if self._on_change is not None:
             self._on_change()
+
+
+class Fanout:
+    """One watch feeding several handlers (one Reflector, one stream, many consumers)."""
+
+    def __init__(self, *handlers: WatchHandler) -> None:
+        self.handlers = handlers
+
+    def replace(self, items: list[JSON]) -> None:
+        for handler in self.handlers:
+            handler.replace(items)
+
+    def event(self, kind: str, obj: JSON) -> None:
+        for handler in self.handlers:
+            handler.event(kind, obj)

@@ -40,6 +40,11 @@ class ConfigCheck:
     def blocks_rollout(self) -> bool:
         return self.state in ("invalid", "missing", "unset")
 
+    def held_message(self, deployed: bool) -> str:
+        """The message of a config that blocks the rollout, saying what runs meanwhile."""
+        meanwhile = "the running scheduler is left as it is" if deployed else "the scheduler is not deployed"
+        return f"{meanwhile.capitalize()}. {self.message}"
+
 
 def is_our_image(image: str) -> bool:
     """Our scheduler image (any tag or digest): the config must load exactly as it will run."""
@@ -88,8 +93,8 @@ def check_config(
             return ConfigCheck(
                 "invalid",
                 "ConfigInvalid",
-                f"ConfigMap {name} does not hold a valid KubeSchedulerConfiguration; the running scheduler "
-                f"is left as it is until it does. Fix:\n{_listing(problems)}",
+                f"ConfigMap {name} does not hold a valid KubeSchedulerConfiguration; nothing is rolled "
+                f"out until it does. Fix:\n{_listing(problems)}",
                 document,
             )
         return ConfigCheck(

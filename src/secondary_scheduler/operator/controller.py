@@ -25,7 +25,7 @@ import kopf
 from secondary_scheduler.kube import kubeconfig
 from secondary_scheduler.kube.client import ApiClient
 from secondary_scheduler.kube.kubeconfig import Connection
-from secondary_scheduler.operator import names
+from secondary_scheduler.operator import loglevel, names
 from secondary_scheduler.operator.reconcile import Reconciler
 
 log = logging.getLogger(__name__)
@@ -75,7 +75,6 @@ class Controller:
         self.reconciler = reconciler
         self.resync_seconds = resync_seconds
         self._wake = asyncio.Event()
-        self.runs = 0
 
     def trigger(self, why: str) -> None:
         log.debug("reconcile requested: %s", why)
@@ -85,17 +84,13 @@ class Controller:
         """Reconcile on every trigger, on retry after a failure, and every `resync_seconds`."""
         backoff = 1.0
         while True:
-            delay = self.resync_seconds
             try:
-                await asyncio.wait_for(self._wake.wait(), timeout=delay)
+                await asyncio.wait_for(self._wake.wait(), timeout=self.resync_seconds)
             except TimeoutError:
                 log.debug("periodic resync")
             self._wake.clear()
-            self.runs += 1
             try:
                 result = await self.reconciler.reconcile()
-            except asyncio.CancelledError:
-                raise
             except Exception:
                 log.exception("reconcile failed; retrying in %.0fs", backoff)
                 retry = True
@@ -196,6 +191,7 @@ async def run(
 
     kopf cancels every task started in its event loop after it started, so a program that
     embeds the operator runs it on a loop of its own (a thread; threading.Events as flags)."""
+    loglevel.apply("Normal")  # until the CR says otherwise
     connection = kubeconfig.load(options.kubeconfig, options.context)
     async with ApiClient(connection, user_agent="secsched-operator") as api:
         controller = Controller(Reconciler(api, options.namespace), options.resync_seconds)
@@ -220,6 +216,7 @@ async def run(
             with contextlib.suppress(asyncio.CancelledError):
                 await loop_task
             _release_signals()
+            log.info("operator stopped")
 
 
 def _release_signals() -> None:

@@ -21,14 +21,8 @@ _LEVELS: dict[str, tuple[int, int, int]] = {
 }
 
 
-def apply(level: str) -> bool:
-    """Set the operator's loggers for `level` (empty or unknown: Normal); True if anything changed."""
+def apply(level: str) -> None:
+    """Set the operator's loggers for `level` (empty or unknown: Normal)."""
     ours, kopf, http = _LEVELS.get(level, _LEVELS["Normal"])
-    wanted = {OURS: ours, KOPF: kopf, **dict.fromkeys(HTTP, http)}
-    changed = False
-    for name, value in wanted.items():
-        logger = logging.getLogger(name)
-        if logger.level != value:
-            logger.setLevel(value)
-            changed = True
-    return changed
+    for name, value in {OURS: ours, KOPF: kopf, **dict.fromkeys(HTTP, http)}.items():
+        logging.getLogger(name).setLevel(value)

@@ -95,31 +95,36 @@ class Reconciler:
                 return await self._report_spec_error(body, error)
             loglevel.apply(instance.spec.operator_log_level)
             self.scheduler_config = instance.spec.scheduler_config
-            state = instance.spec.state
-            if state == "Unmanaged":
-                deployment = await self._get(self._deployment_path())
-                outcome = Outcome(self.namespace, instance.generation, state, deployment=deployment)
-                await self.events.emit(body["metadata"], "Normal", "Unmanaged", _UNMANAGED)
-            elif state == "Removed":
-                await self.remove(instance.uid)
-                deployment = await self._get(self._deployment_path())
-                outcome = Outcome(self.namespace, instance.generation, state, deployment=deployment)
-                await self.events.emit(body["metadata"], "Normal", "Removed", _REMOVED)
-            else:
+            if instance.spec.state == "Managed":
                 outcome = await self._manage(body, instance)
+            else:
+                outcome = await self._leave_or_remove(body, instance)
             await self._write_status(body, outcome)
             return Result(outcome, retry=outcome.apply_error is not None)
+
+    async def _leave_or_remove(self, body: JSON, instance: Instance) -> Outcome:
+        """Unmanaged: touch nothing, only report. Removed: delete the operand, keep the CR."""
+        state = instance.spec.state
+        try:
+            if state == "Removed":
+                await self.remove()
+            deployment = await self._get(self._deployment_path())
+        except ApiError as error:
+            return Outcome(self.namespace, instance.generation, state, apply_error=str(error))
+        reason, message = ("Removed", _REMOVED) if state == "Removed" else ("Unmanaged", _UNMANAGED)
+        await self.events.emit(body["metadata"], "Normal", reason, message)
+        return Outcome(self.namespace, instance.generation, state, deployment=deployment)
 
     async def _manage(self, body: JSON, instance: Instance) -> Outcome:
         meta = body["metadata"]
         spec = instance.spec
         try:
             configmap = (
-                await self._get(f"/api/v1/namespaces/{self.namespace}/configmaps/{spec.scheduler_config}")
+                await self._get(resource_path("v1", "configmaps", self.namespace, spec.scheduler_config))
                 if spec.scheduler_config
                 else None
             )
-            facts = await self.facts(instance)
+            facts = await self._facts(instance)
             before = await self._get(self._deployment_path())
         except ApiError as error:
             return Outcome(
@@ -162,8 +167,7 @@ class Reconciler:
         """Events for what changed or needs a person; the recorder drops recent repeats."""
         config = desired.config
         if config.blocks_rollout:
-            held = "the running scheduler is left as it is" if before else "the scheduler is not deployed"
-            await self.events.emit(meta, "Warning", config.reason, f"{config.message} ({held})")
+            await self.events.emit(meta, "Warning", config.reason, config.held_message(before is not None))
         elif config.state == "unverified":
             await self.events.emit(meta, "Warning", config.reason, config.message)
         elif config.notes:
@@ -176,7 +180,10 @@ class Reconciler:
         if after is None or desired.deployment is None:
             return
         if before is None:
-            await self.events.emit(meta, "Normal", "DeploymentCreated", f"created Deployment {names.OPERAND}")
+            replicas = after["spec"]["replicas"]
+            image = after["spec"]["template"]["spec"]["containers"][0]["image"]
+            message = f"created Deployment {names.OPERAND} ({replicas} x {image})"
+            await self.events.emit(meta, "Normal", "DeploymentCreated", message)
             return
         changes = _rollout_causes(before, desired.deployment)
         if changes:
@@ -193,7 +200,7 @@ class Reconciler:
             )
 
     # -- facts -------------------------------------------------------------------------
-    async def facts(self, instance: Instance) -> ClusterFacts:
+    async def _facts(self, instance: Instance) -> ClusterFacts:
         """How many nodes count for HA, and which optional APIs the cluster serves."""
         matching = 0
         if instance.spec.highly_available:
@@ -234,7 +241,7 @@ class Reconciler:
         return any(resource.get("name") == plural for resource in listing.get("resources") or [])
 
     # -- removal -----------------------------------------------------------------------
-    async def remove(self, uid: str) -> list[str]:
+    async def remove(self) -> list[str]:
         """Delete every object the operator manages here (Removed, or the CR is going away).
 
         Cluster-scoped bindings are deleted only if they bind this namespace's ServiceAccount,
@@ -259,7 +266,7 @@ class Reconciler:
     async def cleanup(self, body: JSON) -> None:
         """The finalizer's work when the CR is deleted: nothing may be left behind."""
         async with self.lock:
-            deleted = await self.remove(str(body["metadata"].get("uid", "")))
+            deleted = await self.remove()
             self.events.forget(str(body["metadata"].get("uid", "")))
             self.scheduler_config = None
             log.info("%s/%s deleted; cleaned up %d objects", self.namespace, self.instance_name, len(deleted))

@@ -64,8 +64,6 @@ class Plan:
     absent: tuple[ObjectRef, ...]
     """Optional objects not wanted now (no derived RBAC, no token Secret): delete if present."""
     config: ConfigCheck
-    rbac: DerivedRbac
-    replicas: int
     notes: tuple[str, ...] = field(default_factory=tuple)
     """What a person has to do by hand (RBAC the operator may not grant)."""
 
@@ -94,7 +92,6 @@ def plan(instance: Instance, configmap: JSON | None, facts: ClusterFacts) -> Pla
     namespace = instance.namespace
     config = check_config(spec, configmap, namespace)
     rbac = derive(config.document, spec.image)
-    replicas = replicas_for(instance, facts.matching_nodes)
     objects: list[JSON] = [
         _namespaced(instance, "v1", "ServiceAccount", names.OPERAND),
         _cluster_role_binding(instance, names.CRB_KUBE_SCHEDULER, "system:kube-scheduler", owned=True),
@@ -138,8 +135,8 @@ def plan(instance: Instance, configmap: JSON | None, facts: ClusterFacts) -> Pla
     if not facts.service_ca and facts.serving_cert is not None:
         objects.append(_serving_cert_secret(instance, facts.serving_cert))
     if not config.blocks_rollout:
-        objects.append(_deployment(instance, configmap or {}, replicas))
-    return Plan(tuple(objects), tuple(absent), config, rbac, replicas, notes)
+        objects.append(_deployment(instance, configmap or {}, replicas_for(instance, facts.matching_nodes)))
+    return Plan(tuple(objects), tuple(absent), config, notes)
 
 
 def managed_refs(namespace: str) -> tuple[ObjectRef, ...]:

@@ -8,6 +8,7 @@ OpenAPI schema. So the same checks run here, and each message names the field to
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -106,6 +107,9 @@ class ResourceRequirements(CrModel):
         return self.model_dump(by_alias=True, exclude_none=True)
 
 
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+
 class SecondarySchedulerSpec(CrModel):
     management_state: ManagementState | None = None
     log_level: LogLevel = "Normal"
@@ -120,6 +124,16 @@ class SecondarySchedulerSpec(CrModel):
     priority_class_name: str = ""
     node_selector: dict[str, str] | None = None
     tolerations: list[Toleration] | None = None
+
+    @field_validator("scheduler_config")
+    @classmethod
+    def _configmap_name(cls, value: str) -> str:
+        if value and (len(value) > 253 or not _DNS_SUBDOMAIN.match(value)):
+            raise ValueError(
+                f"{value!r} is not a ConfigMap name (lower-case letters, digits, '-' and '.', "
+                "starting and ending with a letter or digit)"
+            )
+        return value
 
     @model_validator(mode="after")
     def _placement_rule(self) -> SecondarySchedulerSpec:
@@ -184,7 +198,6 @@ class Instance:
     uid: str
     generation: int
     spec: SecondarySchedulerSpec
-    deleting: bool = False
 
     def owner_reference(self) -> dict[str, str]:
         """Upstream's ownerReference: no controller or blockOwnerDeletion flags."""
@@ -224,7 +237,6 @@ def parse_instance(body: dict[str, Any], default_namespace: str = names.DEFAULT_
         uid=str(meta.get("uid") or ""),
         generation=int(meta.get("generation") or 1),
         spec=spec,
-        deleting=bool(meta.get("deletionTimestamp")),
     )
 
 

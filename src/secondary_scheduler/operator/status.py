@@ -140,7 +140,8 @@ def _degraded(outcome: Outcome) -> Condition:
             "(deploy/02_clusterrole.yaml and deploy/03_role.yaml) and its logs",
         )
     if outcome.state != "Removed" and outcome.config is not None and outcome.config.blocks_rollout:
-        return Condition("Degraded", "True", outcome.config.reason, outcome.config.message)
+        message = outcome.config.held_message(outcome.deployment is not None)
+        return Condition("Degraded", "True", outcome.config.reason, message)
     return Condition("Degraded", "False", "AsExpected", "no problems found")
 
 

@@ -24,7 +24,7 @@ from secondary_scheduler.config import (
     load_config,
     load_config_file,
 )
-from secondary_scheduler.framework.registry import build_registry
+from secondary_scheduler.framework.registry import default_registry
 from secondary_scheduler.kube import kubeconfig
 from secondary_scheduler.kube.client import ApiClient
 from secondary_scheduler.kube.leaderelection import LeaderElectionConfig, LeaderElector
@@ -132,8 +132,13 @@ async def run(flags: SchedulerFlags) -> int:
     async with (
         ApiClient(connection, qps=qps, burst=burst, user_agent="secsched-scheduler") as api,
         ApiClient(connection, qps=qps, burst=burst, user_agent="secsched-scheduler/events") as events_api,
+        # Leader election has a client of its own (as in kube-scheduler): a renewal must never
+        # wait behind a burst of bindings in the shared rate limiter.
+        ApiClient(
+            connection, qps=5, burst=10, user_agent="secsched-scheduler/leader-election"
+        ) as election_api,
     ):
-        scheduler = Scheduler(config, api, events_api, build_registry(), metrics=metrics)
+        scheduler = Scheduler(config, api, events_api, default_registry(), metrics=metrics)
         server = HealthServer(metrics.registry, ready=scheduler.synced)
         if context is not None:
             await server.start(flags.bind_address, flags.secure_port, context)
@@ -148,7 +153,7 @@ async def run(flags: SchedulerFlags) -> int:
         try:
             await _until_stopped(scheduler.start_informers(), stop)
             if not stop.is_set():
-                exit_code = await _lead_and_schedule(scheduler, api, leader_config, metrics, stop)
+                exit_code = await _lead_and_schedule(scheduler, election_api, leader_config, metrics, stop)
         finally:
             await scheduler.stop()
             await server.stop()

@@ -24,6 +24,8 @@ from secondary_scheduler.framework.runtime import Framework
 from secondary_scheduler.framework.status import Code
 from secondary_scheduler.kube.client import ApiClient, ApiError, resource_path
 from secondary_scheduler.kube.reflector import Reflector
+from secondary_scheduler.plugins.trimaran.services import SERVICE as TRIMARAN
+from secondary_scheduler.plugins.trimaran.services import TrimaranServices
 
 from .cache import SchedulerCache
 from .events import EventRecorder, set_unschedulable_condition
@@ -46,14 +48,16 @@ class Scheduler:
         registry: Mapping[str, type[Plugin]],
         *,
         metrics: SchedulerMetrics | None = None,
-        services: dict[str, object] | None = None,
         bind_concurrency: int = 64,
     ) -> None:
         self.config = config
         self.api = api
         self.metrics = metrics or SchedulerMetrics()
         self.events = EventRecorder(events_api)
-        self.handle = Handle(binder=self._bind_pod, services=services if services is not None else {})
+        # The Trimaran plugins' shared services (metrics collectors, recently-scheduled cache):
+        # one set for every profile, so a metric source is fetched once however many use it.
+        self.trimaran = TrimaranServices(api=api, registry=self.metrics.registry)
+        self.handle = Handle(binder=self._bind_pod, services={TRIMARAN: self.trimaran})
         self.frameworks = {
             profile.scheduler_name: Framework(
                 profile,
@@ -97,6 +101,7 @@ class Scheduler:
         self._background.append(asyncio.create_task(self._report_pending(), name="pending-gauge"))
         self.events.start()
         await asyncio.gather(*(reflector.synced.wait() for reflector in self.reflectors))
+        await self.trimaran.start()  # first metrics fetch, so the first cycle is not blind
         log.info(
             "caches synced: %d nodes, %d pods pending",
             self.table.num_nodes,
@@ -120,6 +125,7 @@ class Scheduler:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         await self.events.stop()
+        await self.trimaran.stop()
 
     def _spawn(self, coroutine: Coroutine[Any, Any, None], name: str) -> None:
         task = asyncio.create_task(coroutine, name=name)

@@ -198,13 +198,13 @@ def test_ha_replicas_table(nodes: int, max_replicas: int | None, expected: int) 
     if max_replicas is not None:
         topology["highlyAvailableTopology"] = {"maxReplicas": max_replicas}
     result = render({"topology": topology}, ClusterFacts(matching_nodes=nodes))
-    assert result.replicas == expected
     assert result.deployment is not None and result.deployment["spec"]["replicas"] == expected
 
 
 def test_single_replica_ignores_node_count() -> None:
     assert replicas_for(instance({"topology": {"mode": "SingleReplica"}}), 5) == 1
-    assert render(facts=ClusterFacts(matching_nodes=5)).replicas == 1
+    deployment = render(facts=ClusterFacts(matching_nodes=5)).deployment
+    assert deployment is not None and deployment["spec"]["replicas"] == 1
 
 
 def test_ha_selector_and_tolerations_go_into_the_pod() -> None:

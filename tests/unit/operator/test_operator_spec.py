@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 from pydantic import BaseModel
-from tests.unit.operator.opbuilders import DEPLOY, cr, instance, load_yaml_docs
+from tests.unit.operator.opbuilders import DEPLOY, NAMESPACE, cr, instance, load_yaml_docs
 
 from secondary_scheduler.operator import names
 from secondary_scheduler.operator.spec import (
@@ -79,6 +79,7 @@ def test_max_replicas_zero_is_refused() -> None:
         ({"tolerations": [{"operator": "Exists", "value": "x"}]}, "spec.tolerations[0]: value must be empty"),
         ({"tolerations": [{"value": "x"}]}, "spec.tolerations[0]: an empty key matches every taint"),
         ({"nodeSelector": {"a": 1}}, "spec.nodeSelector.a: must be a string; got 1"),
+        ({"schedulerConfig": "../secrets/x"}, "spec.schedulerConfig: '../secrets/x' is not a ConfigMap name"),
     ],
 )
 def test_messages_name_the_field(spec: dict[str, Any], expected: str) -> None:
@@ -97,9 +98,10 @@ def test_not_a_secondary_scheduler() -> None:
         parse_instance({"apiVersion": "operator.openshift.io/v1", "kind": "SecondaryScheduler"})
 
 
-def test_deletion_and_identity_come_from_metadata() -> None:
-    parsed = parse_instance(cr(deletionTimestamp="2026-01-01T00:00:00Z"))
-    assert parsed.deleting and parsed.generation == 3 and parsed.name == "cluster"
+def test_identity_comes_from_metadata() -> None:
+    parsed = parse_instance(cr(name="other", generation=9))
+    assert (parsed.name, parsed.generation, parsed.namespace) == ("other", 9, NAMESPACE)
+    assert parse_instance(cr(namespace=None), "elsewhere").namespace == "elsewhere"
 
 
 # -- the CRD says the same ----------------------------------------------------------------

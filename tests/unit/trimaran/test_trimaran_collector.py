@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import math
+from collections.abc import Awaitable, Callable
 
 import pytest
 from aiohttp import web
 from prometheus_client import CollectorRegistry
-from tests.unit.trimaran.conftest import Serve
 
 from secondary_scheduler.config import load_config
 from secondary_scheduler.config.trimaran_args import TargetLoadPackingArgs
@@ -20,6 +20,9 @@ from secondary_scheduler.plugins.trimaran.providers import FetchError
 from secondary_scheduler.plugins.trimaran.services import SERVICE, TrimaranServices
 from secondary_scheduler.plugins.trimaran.telemetry import TrimaranMetrics
 from secondary_scheduler.plugins.trimaran.watchermetrics import WatcherMetrics, Window
+
+Serve = Callable[..., Awaitable[str]]
+"""The ``serve`` fixture (conftest): serve(app, ssl_context=None) -> base URL."""
 
 WATCHER_DOCUMENT = {
     "timestamp": 1_700_000_000,

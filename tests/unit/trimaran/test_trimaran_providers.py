@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import base64
 import ssl
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 from aiohttp import web
-from tests.unit.trimaran.conftest import Serve
 
 from secondary_scheduler.cluster import pki
 from secondary_scheduler.config.trimaran_args import SecretKeyRef
@@ -24,6 +23,8 @@ from secondary_scheduler.plugins.trimaran.providers.watcher import WatcherProvid
 from secondary_scheduler.plugins.trimaran.source import WATCHER, MetricSource
 from secondary_scheduler.plugins.trimaran.telemetry import TrimaranMetrics
 
+Serve = Callable[..., Awaitable[str]]
+"""The ``serve`` fixture (conftest): serve(app, ssl_context=None) -> base URL."""
 NOW = 1_700_000_000.0
 Samples = Sequence[tuple[str, float]]
 
