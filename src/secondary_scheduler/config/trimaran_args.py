@@ -82,12 +82,15 @@ class TrimaranArgs(ConfigModel):
             del provider["type"]
         if provider.get("type") == "Prometheus" and "insecureSkipVerify" not in provider:
             provider["insecureSkipVerify"] = True
-            warn(
-                info,
-                ("metricProvider", "insecureSkipVerify"),
-                "unset, so it defaults to true for Prometheus (as upstream): the server's TLS certificate "
-                "is not verified. Set insecureSkipVerify: false (with caFile for a private CA) to verify it",
-            )
+            # Only worth saying where there is TLS to skip: a plain-http address has none.
+            if str(provider.get("address", "")).startswith("https:"):
+                warn(
+                    info,
+                    ("metricProvider", "insecureSkipVerify"),
+                    "unset, so it defaults to true for Prometheus (as upstream): the server's TLS "
+                    "certificate is not verified. Set insecureSkipVerify: false (with caFile for a "
+                    "private CA) to verify it",
+                )
         return {**data, "metricProvider": provider}
 
     @property

@@ -24,6 +24,7 @@ from secondary_scheduler.framework.runtime import Framework
 from secondary_scheduler.framework.status import Code
 from secondary_scheduler.kube.client import ApiClient, ApiError, resource_path
 from secondary_scheduler.kube.reflector import Reflector
+from secondary_scheduler.kube.store import Fanout
 from secondary_scheduler.plugins.trimaran.services import SERVICE as TRIMARAN
 from secondary_scheduler.plugins.trimaran.services import TrimaranServices
 
@@ -80,12 +81,14 @@ class Scheduler:
             Reflector(
                 api,
                 "/api/v1/pods",
-                self.cache.pods,
+                Fanout(self.cache.pods, self.trimaran.recently_scheduled),
                 params={"fieldSelector": ACTIVE_PODS_SELECTOR},
                 name="pods",
             ),
         ]
-        self.bound_hooks: list[BoundHook] = []
+        self.bound_hooks: list[BoundHook] = [
+            lambda pod, node: self.trimaran.recently_scheduled.record(pod, node, time.time())
+        ]
         self._bind_slots = asyncio.Semaphore(bind_concurrency)
         self._tasks: set[asyncio.Task[None]] = set()
         self._background: list[asyncio.Task[None]] = []

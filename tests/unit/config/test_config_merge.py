@@ -266,9 +266,7 @@ def test_queue_sort_and_bind_are_required(errors: Errors) -> None:
 
 
 def test_disabling_unknown_plugins_is_harmless_but_said(load: Load) -> None:
-    result = load(
-        "profiles:\n- schedulerName: s\n  plugins: {filter: {disabled: [{name: VolumeBinding}]}}\n"
-    )
+    result = load("profiles:\n- schedulerName: s\n  plugins: {filter: {disabled: [{name: VolumeBinding}]}}\n")
     (warning,) = [w for w in result.warnings if "nothing to disable" in w.message]
     assert warning.path == "profiles[0].plugins.filter.disabled[0].name"
 
