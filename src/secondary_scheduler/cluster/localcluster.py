@@ -72,6 +72,8 @@ class ClusterOptions:
     scrape_interval: str = "5s"
     base_load: dict[str, Any] | None = None
     state_root: Path = field(default_factory=default_state_root)
+    node_lease_seconds: int = 40
+    """KWOK renews each node's Lease every quarter of this: raise it for thousands of nodes."""
 
 
 def ensure_prometheus() -> str:
@@ -187,6 +189,7 @@ class LocalCluster:
                 scrape_interval=options["scrape_interval"],
                 base_load=options.get("base_load"),
                 state_root=root,
+                node_lease_seconds=int(options.get("node_lease_seconds", 40)),
             )
         )
         cluster.ports = {key: int(value) for key, value in state["ports"].items()}
@@ -419,6 +422,7 @@ class LocalCluster:
                     f"--cluster-signing-cert-file={p.ca_cert}",
                     f"--cluster-signing-key-file={p.ca_key}",
                     "--controllers=*,-nodeipam,-cloud-node-lifecycle,-service-lb-controller,-node-route-controller",
+                    f"--node-monitor-grace-period={max(50, 2 * self.options.node_lease_seconds)}s",
                     "--kube-api-qps=500",
                     "--kube-api-burst=1000",
                     "--v=1",
@@ -448,7 +452,7 @@ class LocalCluster:
                     f"--server-address=127.0.0.1:{self.ports['kwok']}",
                     "--cidr=10.244.0.0/16",
                     "--node-ip=10.1.0.1",
-                    "--node-lease-duration-seconds=40",
+                    f"--node-lease-duration-seconds={self.options.node_lease_seconds}",
                 ],
             )
             self._wait(
