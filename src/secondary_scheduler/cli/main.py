@@ -25,12 +25,14 @@ def _register() -> None:
     # Each group lives in its own module; importing them here keeps start-up in one place.
     from secondary_scheduler.cli import cluster_cmd
     from secondary_scheduler.cli.config_cmd import config
+    from secondary_scheduler.cli.demo_cmd import demo
     from secondary_scheduler.cli.operator_cmd import operator
     from secondary_scheduler.cli.scheduler_cmd import scheduler
     from secondary_scheduler.cli.score_cmd import score
 
     cli.add_command(cluster_cmd.cluster)
     cli.add_command(config)
+    cli.add_command(demo)
     cli.add_command(score)
     cli.add_command(operator)
     cli.add_command(scheduler)

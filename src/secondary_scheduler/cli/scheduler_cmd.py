@@ -37,7 +37,8 @@ def _bool_flag(_: click.Context, param: click.Parameter, value: str | None) -> b
 @click.option(
     "--kubeconfig",
     type=click.Path(dir_okay=False),
-    help="Kubeconfig with the API server and credentials (overrides clientConnection.kubeconfig; "
+    help="Kubeconfig with the API server and credentials (used when the config file sets no "
+    "clientConnection.kubeconfig; "
     "default: in-cluster, then $KUBECONFIG, then ~/.kube/config).",
 )
 @click.option("--master", help="The API server address (overrides the kubeconfig's).")

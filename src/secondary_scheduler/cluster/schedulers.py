@@ -16,6 +16,7 @@ from pathlib import Path
 from types import TracebackType
 
 import httpx
+import yaml
 
 from . import versions
 from .localcluster import free_port
@@ -97,10 +98,13 @@ def start_scheduler(
     name = name or kind
     directory.mkdir(parents=True, exist_ok=True)
     config_file = directory / f"{name}.yaml"
-    config_file.write_text(config)
+    # kube-scheduler ignores --kubeconfig when --config is given: the file must name it.
+    document = yaml.safe_load(config)
+    document.setdefault("clientConnection", {})["kubeconfig"] = str(kubeconfig)
+    config_file.write_text(yaml.safe_dump(document, sort_keys=False))
     port = free_port()
     if kind == OURS:
-        command = [sys.executable, "-m", "secondary_scheduler.cli", "scheduler"]
+        command = ours_command()
     elif kind == UPSTREAM:
         command = [str(versions.bin_dir() / "kube-scheduler-plugins")]
     else:
@@ -121,7 +125,11 @@ def start_scheduler(
             f"--authorization-kubeconfig={kubeconfig}",
             "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
         ]
-    log = directory / f"{name}.log"
+    return launch(kind, argv, directory / f"{name}.log", port, wait)
+
+
+def launch(kind: str, argv: list[str], log: Path, port: int, wait: bool = True) -> SchedulerRun:
+    """Start a scheduler process with exactly `argv` (serving on `port`), optionally until ready."""
     with open(log, "wb") as output:
         process = subprocess.Popen(argv, stdout=output, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     run = SchedulerRun(kind, process, port, log)
@@ -132,6 +140,11 @@ def start_scheduler(
             run.stop()
             raise
     return run
+
+
+def ours_command() -> list[str]:
+    """How to run `secsched scheduler` with this interpreter (what /bin/kube-scheduler wraps in our image)."""
+    return [sys.executable, "-m", "secondary_scheduler.cli", "scheduler"]
 
 
 def scheduler_config(

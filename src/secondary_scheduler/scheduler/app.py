@@ -107,7 +107,18 @@ async def run(flags: SchedulerFlags) -> int:
         log.warning("%s", note)
     config = loaded.config
     connection_config = config.client_connection
-    kubeconfig_path = flags.kubeconfig or connection_config.kubeconfig or None
+    # kube-scheduler takes the kubeconfig from the config file when one is given and ignores the
+    # flag; we do the same, but fall back to the flag rather than drop it silently.
+    kubeconfig_path = connection_config.kubeconfig or flags.kubeconfig or None
+    if (
+        flags.config
+        and flags.kubeconfig
+        and connection_config.kubeconfig
+        and flags.kubeconfig != kubeconfig_path
+    ):
+        log.warning(
+            "--kubeconfig=%s is ignored: the config's clientConnection.kubeconfig wins", flags.kubeconfig
+        )
     try:
         connection = kubeconfig.load(kubeconfig_path)
     except kubeconfig.KubeconfigError as error:

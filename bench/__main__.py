@@ -1,0 +1,127 @@
+"""`python -m bench` (`make bench`): measure, then write docs/benchmarks.md."""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from bench.context import BenchOptions
+from bench.machine import REPOSITORY
+from bench.runner import default_command, run
+from bench.sections import SECTIONS
+
+
+def _numbers(text: str) -> tuple[int, ...]:
+    try:
+        values = tuple(int(part.replace("_", "")) for part in text.split(",") if part.strip())
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"expected comma-separated whole numbers, got {text!r}") from error
+    if not values or any(value <= 0 for value in values):
+        raise argparse.ArgumentTypeError(f"expected positive numbers, got {text!r}")
+    return values
+
+
+def _sections(text: str) -> tuple[str, ...]:
+    names = tuple(part.strip() for part in text.split(",") if part.strip())
+    unknown = [name for name in names if name not in SECTIONS]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            f"unknown section(s) {', '.join(unknown) or text!r}; known: {', '.join(SECTIONS)}"
+        )
+    return names
+
+
+def parser() -> argparse.ArgumentParser:
+    default_workdir = Path(os.environ.get("TMPDIR", "/tmp")) / "secsched-bench"
+    p = argparse.ArgumentParser(
+        prog="python -m bench",
+        description="Benchmark our scheduler against the upstream kube-scheduler on a local KWOK "
+        "cluster and write the results to docs/benchmarks.md.",
+    )
+    p.add_argument("--sizes", type=_numbers, default=(100, 1000, 5000), help="cluster sizes in nodes")
+    p.add_argument(
+        "--pods",
+        type=_numbers,
+        default=(1000, 2000, 3000),
+        help="measured pods per size (one value for every size, or one per size)",
+    )
+    p.add_argument("--qps", type=float, default=5000.0, help="client QPS of both schedulers")
+    p.add_argument("--burst", type=int, default=5000, help="client burst of both schedulers")
+    p.add_argument("--repeats", type=int, default=2, help="runs per scheduler and size (ABBA order)")
+    p.add_argument("--concurrency", type=int, default=32, help="pod creations in flight")
+    p.add_argument(
+        "--kube-default",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also run once each at the smallest size with kube-scheduler's default qps 50/burst 100",
+    )
+    p.add_argument("--kube-default-pods", type=int, default=500, help="pods for the qps 50 runs")
+    p.add_argument(
+        "--only", type=_sections, default=tuple(SECTIONS), help="sections to run (comma-separated)"
+    )
+    p.add_argument(
+        "--output",
+        default=str(REPOSITORY / "docs" / "benchmarks.md"),
+        help="the document to update ('-' prints the Markdown instead)",
+    )
+    p.add_argument(
+        "--max-load",
+        type=float,
+        default=1.0,
+        help="wait until the 1-minute load average is below this before starting (0: do not wait)",
+    )
+    p.add_argument("--load-timeout", type=float, default=600.0, help="seconds to wait for --max-load")
+    p.add_argument(
+        "--workdir", type=Path, default=None, help=f"logs and raw results (default {default_workdir}/…)"
+    )
+    p.add_argument("--cluster-name", default="secsched-bench")
+    p.add_argument("--node-lease-seconds", type=int, default=200, help="KWOK node lease duration")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    sizes: tuple[int, ...] = args.sizes
+    pods: tuple[int, ...] = args.pods
+    if len(pods) == 1:
+        pods = pods * len(sizes)
+    if len(pods) != len(sizes):
+        parser().error(f"--pods has {len(pods)} values for {len(sizes)} sizes")
+    if len(set(sizes)) != len(sizes):
+        parser().error("--sizes has a size twice")
+    pairs = sorted(zip(sizes, pods, strict=True))  # the cluster only grows
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    workdir = args.workdir or Path(os.environ.get("TMPDIR", "/tmp")) / "secsched-bench" / stamp
+    options = BenchOptions(
+        sizes=tuple(size for size, _ in pairs),
+        pods=tuple(count for _, count in pairs),
+        qps=args.qps,
+        burst=args.burst,
+        repeats=max(1, args.repeats),
+        concurrency=max(1, args.concurrency),
+        kube_default=args.kube_default,
+        kube_default_pods=args.kube_default_pods,
+        workdir=workdir.resolve(),
+    )
+    output = None if args.output == "-" else Path(args.output)
+    markdown = run(
+        options,
+        args.only,
+        output,
+        max_load=args.max_load,
+        load_timeout=args.load_timeout,
+        cluster_name=args.cluster_name,
+        node_lease_seconds=args.node_lease_seconds,
+        command=default_command(),
+    )
+    if output is None:
+        sys.stdout.write(markdown)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,72 @@
+"""What every section of a benchmark run gets: the options, the cluster, clients, progress."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rich.console import Console
+
+from bench.machine import BusyMeter, load_average
+from secondary_scheduler.cluster.localcluster import LocalCluster
+from secondary_scheduler.cluster.progress import console
+from secondary_scheduler.kube.client import ApiClient
+
+
+@dataclass(frozen=True)
+class BenchOptions:
+    sizes: tuple[int, ...]
+    pods: tuple[int, ...]
+    """Pods per size, aligned with ``sizes``."""
+    qps: float
+    burst: int
+    repeats: int
+    concurrency: int
+    kube_default: bool
+    kube_default_pods: int
+    workdir: Path
+    quiet_cpus: float = 0.5
+    """A run starts once the machine keeps fewer CPUs than this busy (or after ``quiet_timeout``)."""
+    quiet_timeout: float = 45.0
+    stall_timeout: float = 90.0
+    """A run gives up when no pod got bound for this long."""
+    warmup_pods: int = 20
+
+    def pods_for(self, nodes: int) -> int:
+        return self.pods[self.sizes.index(nodes)]
+
+
+@dataclass
+class BenchContext:
+    """One cluster size: the cluster (with ``nodes`` nodes) and two clients without rate limits."""
+
+    options: BenchOptions
+    cluster: LocalCluster
+    nodes: int
+    api: ApiClient
+    """For creating and deleting objects."""
+    watch_api: ApiClient
+    """A connection of its own for watches, so that events never queue behind creates."""
+    console: Console = field(default_factory=lambda: console)
+
+    def log(self, message: str) -> None:
+        self.console.print(message)
+
+    async def wait_quiet(self, report: Callable[[str], None] | None = None) -> float:
+        """Wait until the machine is nearly idle (settled after the last run); returns the CPUs busy."""
+        meter = BusyMeter()
+        deadline = time.monotonic() + self.options.quiet_timeout
+        busy = 0.0
+        calm = 0
+        while time.monotonic() < deadline:
+            await asyncio.sleep(1.0)
+            busy = meter.sample()
+            calm = calm + 1 if busy < self.options.quiet_cpus else 0
+            if calm >= 2:
+                return busy
+            if report is not None:
+                report(f"waiting for the machine to settle ({busy:.2f} CPUs busy, load {load_average():.2f})")
+        return busy

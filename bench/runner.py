@@ -1,0 +1,116 @@
+"""One benchmark run: wait for a quiet machine, grow one cluster through the sizes, run the sections."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from bench import report
+from bench.context import BenchContext, BenchOptions
+from bench.machine import component_versions, machine, wait_for_low_load
+from bench.sections import SECTIONS, RunInfo, Section
+from secondary_scheduler.cluster.localcluster import ClusterOptions, LocalCluster
+from secondary_scheduler.cluster.nodes import NodeShape
+from secondary_scheduler.cluster.progress import console, step
+
+ENVIRONMENT = "environment"
+NODE_SHAPE = NodeShape(cpu="16", memory="64Gi", pods=110)
+
+
+def render_environment(run: RunInfo, node_lease_seconds: int) -> str:
+    machine_info = run.machine
+    waited = "" if run.load_waited else " (it had not dropped below the limit asked for)"
+    version_rows = [[name, f"`{version}`"] for name, version in run.versions.items()]
+    return "\n".join(
+        [
+            "## Environment of the latest run",
+            "",
+            report.table(
+                ["", ""],
+                [
+                    ["command", f"`{run.command}`"],
+                    ["started", run.started],
+                    ["CPUs (`nproc`)", str(machine_info.cpus)],
+                    ["CPU model", machine_info.cpu_model],
+                    ["memory", f"{machine_info.memory_gib:.1f} GiB"],
+                    ["kernel", f"Linux {machine_info.kernel}"],
+                    ["Python", machine_info.python],
+                    ["1-minute load at start", f"{run.load_before:.2f}{waited}"],
+                ],
+                align="ll",
+            ),
+            report.table(["component", "version"], version_rows, align="ll"),
+            f"The cluster: etcd on tmpfs without fsync, one kube-apiserver, kube-controller-manager and "
+            f"KWOK, all on this machine; every node is {NODE_SHAPE.cpu} CPUs / {NODE_SHAPE.memory} / "
+            f"{NODE_SHAPE.pods} pods, in 3 zones, with {node_lease_seconds}s node leases (KWOK renews "
+            "each every quarter of that).",
+            "",
+        ]
+    )
+
+
+async def _measure(cluster: LocalCluster, options: BenchOptions, sections: Sequence[Section]) -> None:
+    current = options.sizes[0]
+    async with cluster.api() as api, cluster.api() as watch_api:
+        for size in options.sizes:
+            if size > current:
+                with step(f"adding {size - current:,} nodes (to {size:,}) and waiting until they are Ready"):
+                    await cluster.add_nodes(size - current, NODE_SHAPE, start=current)
+                current = size
+            console.rule(f"{size:,} nodes")
+            context = BenchContext(options, cluster, size, api, watch_api)
+            for section in sections:
+                await section.measure(context)
+
+
+def run(
+    options: BenchOptions,
+    section_names: Sequence[str],
+    output: Path | None,
+    *,
+    max_load: float,
+    load_timeout: float,
+    cluster_name: str,
+    node_lease_seconds: int,
+    command: str,
+) -> str:
+    """Measure, then write the sections into ``output`` (None: only return the Markdown)."""
+    sections = [SECTIONS[name](options) for name in section_names]
+    options.workdir.mkdir(parents=True, exist_ok=True)
+    console.print(f"benchmark working directory (logs, raw results): {options.workdir}")
+    load, below = wait_for_low_load(max_load, load_timeout, console.print)
+    console.print(f"1-minute load average {load:.2f}: starting")
+    info = RunInfo(
+        command=command,
+        started=datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        machine=machine(),
+        versions=component_versions(),
+        load_before=load,
+        load_waited=below,
+        options=options,
+    )
+    cluster_options = ClusterOptions(
+        name=cluster_name,
+        nodes=options.sizes[0],
+        shape=NODE_SHAPE,
+        default_scheduler=False,
+        prometheus=False,
+        node_lease_seconds=node_lease_seconds,
+    )
+    with LocalCluster(cluster_options) as cluster:
+        asyncio.run(_measure(cluster, options, sections))
+    updates = {ENVIRONMENT: render_environment(info, node_lease_seconds)}
+    updates.update({section.name: section.render(info) for section in sections})
+    order = [ENVIRONMENT, *SECTIONS]
+    if output is None:
+        return report.merge("", updates, order)
+    report.write(output, updates, order)
+    console.print(f"[green]✓[/green] wrote {', '.join(updates)} to {output}")
+    return output.read_text()
+
+
+def default_command() -> str:
+    return " ".join(["python -m bench", *sys.argv[1:]])

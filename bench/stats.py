@@ -1,0 +1,115 @@
+"""Per-pod timings from the client's side, and what one run of one scheduler adds up to."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+
+def percentile(values: Sequence[float], fraction: float) -> float:
+    """The nearest-rank percentile (``fraction`` in [0, 1]): a value that was really observed."""
+    if not values:
+        return math.nan
+    ordered = sorted(values)
+    rank = max(1, math.ceil(fraction * len(ordered)))
+    return ordered[min(rank, len(ordered)) - 1]
+
+
+class PodClock:
+    """When each pod was created and when it was first seen bound, on one monotonic clock.
+
+    "Created" is the earlier of the create call returning and the watch first showing the
+    pod (the watch can be first when the client is busy); "bound" is the first watch event
+    with ``spec.nodeName`` set.
+    """
+
+    def __init__(self) -> None:
+        self.created: dict[str, float] = {}
+        self.bound: dict[str, float] = {}
+        self.nodes: dict[str, str] = {}
+
+    def saw(self, name: str, at: float, node: str | None = None) -> None:
+        """A watch event for ``name``; ``node`` is its ``spec.nodeName`` if set."""
+        if name not in self.created or at < self.created[name]:
+            self.created[name] = at
+        if node and name not in self.bound:
+            self.bound[name] = at
+            self.nodes[name] = node
+
+    def create_returned(self, name: str, at: float) -> None:
+        if name not in self.created or at < self.created[name]:
+            self.created[name] = at
+
+    def bound_count(self, names: set[str] | None = None) -> int:
+        if names is None:
+            return len(self.bound)
+        return sum(1 for name in self.bound if name in names)
+
+    def summary(self, names: Sequence[str]) -> Timings:
+        """The timings of ``names`` (the measured pods); pods never bound count as missing."""
+        created = [self.created[name] for name in names if name in self.created]
+        bound_names = [name for name in names if name in self.bound]
+        latencies = [max(0.0, self.bound[name] - self.created[name]) for name in bound_names]
+        if not created or not bound_names:
+            return Timings(pods=len(names), bound=len(bound_names))
+        first_created = min(created)
+        last_created = max(created)
+        last_bound = max(self.bound[name] for name in bound_names)
+        return Timings(
+            pods=len(names),
+            bound=len(bound_names),
+            first_created=first_created,
+            last_created=last_created,
+            last_bound=last_bound,
+            latencies=latencies,
+        )
+
+
+@dataclass
+class Timings:
+    pods: int
+    bound: int
+    first_created: float = math.nan
+    last_created: float = math.nan
+    last_bound: float = math.nan
+    latencies: list[float] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        return self.bound == self.pods
+
+    @property
+    def span(self) -> float:
+        """From the first pod created to the last one bound."""
+        return self.last_bound - self.first_created
+
+    @property
+    def throughput(self) -> float:
+        """Pods bound per second over the span (NaN if nothing was bound)."""
+        span = self.span
+        return self.bound / span if span > 0 else math.nan
+
+    @property
+    def create_rate(self) -> float:
+        """Pods created per second: the most any scheduler could have reached."""
+        span = self.last_created - self.first_created
+        return self.pods / span if span > 0 else math.nan
+
+    @property
+    def p50(self) -> float:
+        return percentile(self.latencies, 0.50)
+
+    @property
+    def p99(self) -> float:
+        return percentile(self.latencies, 0.99)
+
+    @property
+    def max_latency(self) -> float:
+        return max(self.latencies) if self.latencies else math.nan
+
+
+def ratio(ours: float, theirs: float) -> float:
+    if not theirs or math.isnan(theirs) or math.isnan(ours):
+        return math.nan
+    return ours / theirs

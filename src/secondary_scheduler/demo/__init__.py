@@ -1,0 +1,1 @@
+"""`secsched demo`: the whole system on a local cluster, compared with the upstream schedulers."""
