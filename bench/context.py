@@ -10,6 +10,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from bench.loadclient import LoadClient
 from bench.machine import BusyMeter, load_average
 from secondary_scheduler.cluster.localcluster import LocalCluster
 from secondary_scheduler.cluster.progress import console
@@ -47,9 +48,9 @@ class BenchContext:
     cluster: LocalCluster
     nodes: int
     api: ApiClient
-    """For creating and deleting objects."""
-    watch_api: ApiClient
-    """A connection of its own for watches, so that events never queue behind creates."""
+    """For everything but the load: namespaces, listing, deleting (long timeout, no rate limit)."""
+    load: LoadClient
+    """For the load itself: creating pods and watching them, at the least CPU per request."""
     console: Console = field(default_factory=lambda: console)
 
     def log(self, message: str) -> None:

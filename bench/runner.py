@@ -10,11 +10,14 @@ from pathlib import Path
 
 from bench import report
 from bench.context import BenchContext, BenchOptions
+from bench.loadclient import LoadClient
 from bench.machine import component_versions, machine, wait_for_low_load
 from bench.sections import SECTIONS, RunInfo, Section
 from secondary_scheduler.cluster.localcluster import ClusterOptions, LocalCluster
 from secondary_scheduler.cluster.nodes import NodeShape
 from secondary_scheduler.cluster.progress import console, step
+from secondary_scheduler.kube import kubeconfig
+from secondary_scheduler.kube.client import ApiClient
 
 ENVIRONMENT = "environment"
 NODE_SHAPE = NodeShape(cpu="16", memory="64Gi", pods=110)
@@ -54,14 +57,18 @@ def render_environment(run: RunInfo, node_lease_seconds: int) -> str:
 
 async def _measure(cluster: LocalCluster, options: BenchOptions, sections: Sequence[Section]) -> None:
     current = options.sizes[0]
-    async with cluster.api() as api, cluster.api() as watch_api:
+    connection = kubeconfig.from_kubeconfig(cluster.kubeconfig)
+    async with (
+        ApiClient(connection, qps=0, burst=0, timeout=300, user_agent="secsched-bench") as api,
+        LoadClient(connection, connections=options.concurrency + 2) as load,
+    ):
         for size in options.sizes:
             if size > current:
                 with step(f"adding {size - current:,} nodes (to {size:,}) and waiting until they are Ready"):
                     await cluster.add_nodes(size - current, NODE_SHAPE, start=current)
                 current = size
             console.rule(f"{size:,} nodes")
-            context = BenchContext(options, cluster, size, api, watch_api)
+            context = BenchContext(options, cluster, size, api, load)
             for section in sections:
                 await section.measure(context)
 

@@ -189,11 +189,11 @@ class ThroughputSection:
                 start_scheduler, kind, config, context.cluster.kubeconfig, directory, f"{prefix}-{kind}"
             )
             clock = PodClock()
-            watch = PodWatch(context.watch_api, namespace, clock)
+            watch = PodWatch(context.api, context.load, namespace, clock)
             try:
                 await watch.start()
                 progress.update("warming up")
-                await create_pods(context.api, namespace, warmup, clock, options.concurrency)
+                await create_pods(context.load, namespace, warmup, clock, options.concurrency)
                 await self._wait_bound(clock, watch, {m["metadata"]["name"] for m in warmup}, progress.update)
                 before_metrics = await asyncio.to_thread(_metrics, scheduler)
                 before_cpu = self._cpu(context, scheduler)
@@ -204,7 +204,7 @@ class ThroughputSection:
                     created[0] += 1
 
                 creating = asyncio.create_task(
-                    create_pods(context.api, namespace, manifests, clock, options.concurrency, count)
+                    create_pods(context.load, namespace, manifests, clock, options.concurrency, count)
                 )
                 await self._wait_bound(clock, watch, set(names), progress.update, created, creating)
                 await creating

@@ -9,8 +9,10 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import aiohttp
 import httpx
 
+from bench.loadclient import LoadClient
 from bench.stats import PodClock
 from secondary_scheduler.kube.client import ApiClient, ApiError
 
@@ -78,27 +80,31 @@ async def ensure_namespace(api: ApiClient, name: str, timeout: float = 60.0) -> 
         await asyncio.sleep(0.2)
 
 
-async def delete_all_pods(api: ApiClient, namespace: str, timeout: float = 300.0) -> None:
-    """Delete every pod in the namespace at once (no grace period) and wait until none is left."""
+async def delete_all_pods(api: ApiClient, namespace: str, timeout: float = 600.0) -> None:
+    """Delete every pod in the namespace at once (no grace period) and wait until none is left.
+
+    A loaded API server can take longer to delete thousands of pods than a client waits for
+    an answer; it goes on deleting regardless, so a timed-out call is followed by polling.
+    """
     path = pods_path(namespace)
-    await api.delete(path, params={"gracePeriodSeconds": "0"})
     deadline = time.monotonic() + timeout
     while True:
-        listing = await api.get(path, {"limit": 1})
-        if not listing.get("items"):
-            return
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"pods in {namespace} still there {timeout:.0f}s after deleting them")
-        await asyncio.sleep(0.5)
-        if listing["items"][0].get("metadata", {}).get("deletionTimestamp") is None:
+        with contextlib.suppress(httpx.TimeoutException):
             await api.delete(path, params={"gracePeriodSeconds": "0"})
+        for _ in range(20):
+            if not (await api.get(path, {"limit": 1})).get("items"):
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"pods in {namespace} still there {timeout:.0f}s after deleting them")
+            await asyncio.sleep(0.5)
 
 
 class PodWatch:
     """Feeds a PodClock from a watch on one namespace, from a given resourceVersion on."""
 
-    def __init__(self, api: ApiClient, namespace: str, clock: PodClock) -> None:
+    def __init__(self, api: ApiClient, load: LoadClient, namespace: str, clock: PodClock) -> None:
         self.api = api
+        self.load = load
         self.namespace = namespace
         self.clock = clock
         self.events = 0
@@ -119,9 +125,9 @@ class PodWatch:
     async def _run(self, version: str) -> None:
         path = pods_path(self.namespace)
         while True:
-            params = {"resourceVersion": version, "allowWatchBookmarks": "true", "timeoutSeconds": 3600}
+            params = {"resourceVersion": version, "allowWatchBookmarks": "true", "timeoutSeconds": "3600"}
             try:
-                async for event in self.api.watch(path, params):
+                async for event in self.load.watch(path, params):
                     now = time.monotonic()
                     obj = event.get("object") or {}
                     metadata = obj.get("metadata") or {}
@@ -135,12 +141,12 @@ class PodWatch:
                             str(metadata.get("name")), now, (obj.get("spec") or {}).get("nodeName")
                         )
                         self.changed.set()
-            except (httpx.TransportError, httpx.StreamError):
+            except (aiohttp.ClientError, TimeoutError):
                 await asyncio.sleep(0.2)  # resume from the last version seen
 
 
 async def create_pods(
-    api: ApiClient,
+    api: LoadClient,
     namespace: str,
     manifests: Sequence[JSON],
     clock: PodClock,

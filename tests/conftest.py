@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 
 import pytest
 
@@ -31,17 +32,24 @@ async def api(cluster: LocalCluster) -> AsyncIterator[ApiClient]:
         yield client
 
 
-@pytest.fixture
-async def namespace(api: ApiClient) -> AsyncIterator[str]:
-    """A fresh namespace for one test, deleted (with everything in it) afterwards."""
-    name = f"t-{uuid.uuid4().hex[:10]}"
+@asynccontextmanager
+async def fresh_namespace(api: ApiClient, prefix: str = "t") -> AsyncIterator[str]:
+    """A namespace of its own for one test, deleted (with everything in it) afterwards."""
+    name = f"{prefix}-{uuid.uuid4().hex[:10]}"
     await api.create(
         "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
     )
-    # The ServiceAccount admission needs the namespace's default account before pods can be made.
-    yield name
     try:
-        await api.delete(f"/api/v1/namespaces/{name}")
-    except ApiError as error:
-        if not error.not_found:
-            raise
+        yield name
+    finally:
+        try:
+            await api.delete(f"/api/v1/namespaces/{name}")
+        except ApiError as error:
+            if not error.not_found:
+                raise
+
+
+@pytest.fixture
+async def namespace(api: ApiClient) -> AsyncIterator[str]:
+    async with fresh_namespace(api) as name:
+        yield name

@@ -1,21 +1,14 @@
-"""Run our scheduler as a real process against the local cluster, as a pod would run it."""
+"""Helpers for the scheduler's cluster tests: run it (as a real process), make pods, wait for bindings."""
 
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import httpx
-
-from secondary_scheduler.cluster.localcluster import free_port
+from secondary_scheduler.cluster.schedulers import OURS, SchedulerRun, start_scheduler
 from secondary_scheduler.kube.client import ApiClient
 from secondary_scheduler.kube.wait import wait_for
 
@@ -32,92 +25,16 @@ profiles:
 """
 
 
-class SchedulerProcess:
-    def __init__(self, process: subprocess.Popen[bytes], port: int, log: Path) -> None:
-        self.process = process
-        self.port = port
-        self.log = log
-
-    def get(self, path: str) -> httpx.Response:
-        return httpx.get(f"https://127.0.0.1:{self.port}{path}", verify=False, timeout=5)
-
-    def metric(self, name: str, labels: str = "") -> float:
-        """Sum of a metric's samples whose label text contains `labels`."""
-        total = 0.0
-        for line in self.get("/metrics").text.splitlines():
-            if line.startswith(name) and (line[len(name)] in " {") and labels in line:
-                total += float(line.rsplit(" ", 1)[1])
-        return total
-
-    def wait_ready(self, timeout: float = 60) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"scheduler exited with {self.process.returncode}:\n{self.tail()}")
-            try:
-                if self.get("/readyz").status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.2)
-        raise TimeoutError(f"scheduler not ready after {timeout}s:\n{self.tail()}")
-
-    def tail(self, lines: int = 40) -> str:
-        return (
-            "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:]) if self.log.exists() else ""
-        )
-
-    def terminate(self, timeout: float = 15) -> int:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        return int(self.process.returncode)
-
-    def kill(self) -> None:
-        self.process.kill()
-        self.process.wait()
-
-
 @contextmanager
 def running_scheduler(
-    kubeconfig: Path | str,
-    directory: Path,
-    config: str = SECONDARY_CONFIG,
-    *args: str,
-    name: str = "scheduler",
-    wait: bool = True,
-) -> Iterator[SchedulerProcess]:
-    """Start `secsched scheduler` with the config and kube-scheduler flags; SIGTERM it afterwards."""
-    directory.mkdir(parents=True, exist_ok=True)
-    config_file = directory / f"{name}.yaml"
-    config_file.write_text(config)
-    port = free_port()
-    log = directory / f"{name}.log"
-    argv = [
-        sys.executable,
-        "-m",
-        "secondary_scheduler.cli",
-        "scheduler",
-        f"--config={config_file}",
-        f"--kubeconfig={kubeconfig}",
-        f"--secure-port={port}",
-        "--bind-address=127.0.0.1",
-        "-v=2",
-        *args,
-    ]
-    with open(log, "wb") as output:
-        process = subprocess.Popen(argv, stdout=output, stderr=subprocess.STDOUT, env=dict(os.environ))
-    proc = SchedulerProcess(process, port, log)
+    kubeconfig: Path | str, directory: Path, config: str = SECONDARY_CONFIG, name: str = "scheduler"
+) -> Iterator[SchedulerRun]:
+    """`secsched scheduler` with this config, ready (caches synced); SIGTERM-ed afterwards."""
+    run = start_scheduler(OURS, config, kubeconfig, directory, name=name)
     try:
-        if wait:
-            proc.wait_ready()
-        yield proc
+        yield run
     finally:
-        proc.terminate()
+        run.stop()
 
 
 def pod_manifest(

@@ -56,6 +56,7 @@ async def test_schedules_its_pods_and_leaves_the_default_schedulers_alone(
             return events if len(events) >= len(ours) + len(theirs) else None
 
         events = await wait_for(all_events, "a Scheduled event for every pod", timeout=30)
+        assert scheduler.stop() == 0, scheduler.tail()  # SIGTERM: a clean shutdown
     by_pod = {event["regarding"]["name"]: event for event in events}
     for pod in pods:
         name, node = pod["metadata"]["name"], pod["spec"]["nodeName"]

@@ -10,7 +10,6 @@ import asyncio
 import os
 import random
 import time
-import uuid
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -28,6 +27,7 @@ from tests.cluster.schedulerproc import (
     wait_all_bound,
 )
 from tests.cluster.test_scheduler import assert_fits
+from tests.conftest import fresh_namespace
 
 pytestmark = pytest.mark.cluster
 NODES = 100
@@ -48,12 +48,8 @@ async def big_api(big_cluster: LocalCluster) -> AsyncIterator[ApiClient]:
 
 @pytest.fixture
 async def big_namespace(big_api: ApiClient) -> AsyncIterator[str]:
-    name = f"s-{uuid.uuid4().hex[:10]}"
-    await big_api.create(
-        "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
-    )
-    yield name
-    await big_api.delete(f"/api/v1/namespaces/{name}")
+    async with fresh_namespace(big_api, "s") as name:
+        yield name
 
 
 def varied_pods(prefix: str, count: int, seed: int) -> list[dict[str, object]]:
@@ -125,7 +121,7 @@ async def test_killing_the_leader_hands_over_without_double_binding(
         holder_before = (await big_api.get(lease_path))["spec"]["holderIdentity"]
         creating = asyncio.create_task(create_pods(big_api, big_namespace, pods, concurrency=8))
         await wait_all_bound(big_api, big_namespace, 150, timeout=120)
-        leader.kill()  # SIGKILL mid-run: no chance to release the lease
+        leader.process.kill()  # SIGKILL mid-run: no chance to release the lease
         await creating
         bound = await wait_all_bound(big_api, big_namespace, len(pods), timeout=180)
         assert standby.metric("leader_election_master_status") == 1

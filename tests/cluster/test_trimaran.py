@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 import os
-import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -19,9 +18,12 @@ from typing import Any
 import pytest
 
 from secondary_scheduler.cluster.localcluster import ClusterOptions, LocalCluster
+from secondary_scheduler.cluster.schedulers import single_plugin_config
+from secondary_scheduler.demo.workload import SIZES, virt_launcher
 from secondary_scheduler.kube.client import ApiClient
 from secondary_scheduler.kube.wait import wait_for
 from tests.cluster.schedulerproc import pod_manifest, running_scheduler
+from tests.conftest import fresh_namespace
 
 pytestmark = pytest.mark.cluster
 
@@ -65,41 +67,13 @@ async def load_api(load_cluster: LocalCluster) -> AsyncIterator[ApiClient]:
 
 @pytest.fixture
 async def load_namespace(load_api: ApiClient) -> AsyncIterator[str]:
-    name = f"l-{uuid.uuid4().hex[:10]}"
-    await load_api.create(
-        "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
-    )
-    yield name
-    await load_api.delete(f"/api/v1/namespaces/{name}")
+    async with fresh_namespace(load_api, "l") as name:
+        yield name
 
 
 def go_round(value: float) -> int:
     """Go's math.Round for the non-negative values scores take: halves away from zero."""
     return math.floor(value + 0.5)
-
-
-def only_plugin(plugin: str, args: str, prometheus: str) -> str:
-    """A profile scored by `plugin` alone, so the placement is its decision and nobody else's."""
-    return f"""\
-apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-leaderElection:
-  leaderElect: false
-profiles:
-  - schedulerName: secondary-scheduler
-    plugins:
-      score:
-        disabled:
-          - name: "*"
-        enabled:
-          - name: {plugin}
-    pluginConfig:
-      - name: {plugin}
-        args:
-          metricProvider:
-            type: Prometheus
-            address: {prometheus}
-{args}"""
 
 
 def pinned(name: str, nodes: list[str], cpu: str, **extra: Any) -> dict[str, Any]:
@@ -143,10 +117,10 @@ async def test_target_load_packing_fills_nodes_to_the_target_before_going_over(
     load_cluster: LocalCluster, load_api: ApiClient, load_namespace: str, tmp_path: Path
 ) -> None:
     target, pod_millis = 70, 1600  # each pod predicts 10 % of a node
-    config = only_plugin(
+    config = single_plugin_config(
         "TargetLoadPacking",
-        f'          targetUtilization: {target}\n          defaultRequestsMultiplier: "1"\n',
         load_cluster.prometheus_url,
+        f'          targetUtilization: {target}\n          defaultRequestsMultiplier: "1"\n',
     )
     percent = {
         node: value * 100
@@ -187,7 +161,7 @@ def lvrb_score(mean: float, stdev: float, request: float, capacity: float) -> fl
 async def test_load_variation_risk_balancing_evens_out_mean_plus_deviation(
     load_cluster: LocalCluster, load_api: ApiClient, load_namespace: str, tmp_path: Path
 ) -> None:
-    config = only_plugin("LoadVariationRiskBalancing", "", load_cluster.prometheus_url)
+    config = single_plugin_config("LoadVariationRiskBalancing", load_cluster.prometheus_url)
 
     def stats(function: str, series: str) -> dict[str, float]:
         values = load_cluster.query(f"{function}({series}[15m])")
@@ -242,7 +216,7 @@ async def test_low_risk_over_commitment_avoids_nodes_whose_limits_are_overcommit
         for node, (req, lim) in totals.items()
     }
     assert risk_limit[overcommitted] > 0 == risk_limit[safe]
-    config = only_plugin("LowRiskOverCommitment", "", load_cluster.prometheus_url)
+    config = single_plugin_config("LowRiskOverCommitment", load_cluster.prometheus_url)
     with running_scheduler(load_cluster.kubeconfig, tmp_path, config):
         # Same measured load on both nodes, so only the limit risk tells them apart.
         node = await place(
@@ -265,41 +239,12 @@ async def test_the_seed_config_runs_unchanged_and_places_vms_by_load(
         "${PROM_TOKEN}", "local-no-auth"
     )
     with running_scheduler(load_cluster.kubeconfig, tmp_path, config) as scheduler:
-        nodes = [await place(load_api, load_namespace, virt_launcher(f"vm-{index}")) for index in range(12)]
+        nodes = [
+            await place(load_api, load_namespace, virt_launcher(f"vm-{index}", SIZES[0]))
+            for index in range(12)
+        ]
         log = scheduler.tail(200)
     # targetUtilization 70: the node at 95 % is never chosen while cooler nodes are free;
     # requests alone (LeastAllocated) would have rated it like any other empty node.
     assert HOT_NODE not in nodes, nodes
     assert "Traceback" not in log, log
-
-
-def virt_launcher(name: str) -> dict[str, Any]:
-    """A pod shaped like KubeVirt's virt-launcher for a small VM, as in seed 000."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": f"virt-launcher-{name}",
-            "labels": {
-                "kubevirt.io": "virt-launcher",
-                "kubevirt.io/domain": name,
-                "kubevirt.io/size": "small",
-                "vm.kubevirt.io/name": name,
-            },
-            "annotations": {
-                "vm.kubevirt.io/flavor": "small",
-                "vm.kubevirt.io/os": "centos-stream9",
-                "vm.kubevirt.io/workload": "server",
-            },
-        },
-        "spec": {
-            "schedulerName": "secondary-scheduler",
-            "containers": [
-                {
-                    "name": "compute",
-                    "image": "quay.io/kubevirt/virt-launcher:v1.3.0",
-                    "resources": {"requests": {"cpu": "100m", "memory": "2294Mi"}, "limits": {"cpu": "1"}},
-                }
-            ],
-        },
-    }

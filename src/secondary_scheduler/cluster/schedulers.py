@@ -163,3 +163,34 @@ def scheduler_config(
         f"clientConnection:\n  qps: {qps}\n  burst: {burst}\n"
         f"profiles:\n  - schedulerName: {scheduler_name}\n{profile_extra}"
     )
+
+
+def single_plugin_config(
+    plugin: str, prometheus_url: str, extra_args: str = "", scheduler_name: str = ""
+) -> str:
+    """A profile scored by one load-aware `plugin` alone, reading `prometheus_url`.
+
+    Both schedulers read it (kubescheduler.config.k8s.io/v1), so a placement is that
+    plugin's decision and nobody else's. `extra_args`: more YAML lines for the plugin's args,
+    indented ten spaces.
+    """
+    return f"""\
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+leaderElection:
+  leaderElect: false
+profiles:
+  - schedulerName: {scheduler_name}
+    plugins:
+      score:
+        disabled:
+          - name: "*"
+        enabled:
+          - name: {plugin}
+    pluginConfig:
+      - name: {plugin}
+        args:
+          metricProvider:
+            type: Prometheus
+            address: {prometheus_url}
+{extra_args}"""

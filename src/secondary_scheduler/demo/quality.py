@@ -26,6 +26,8 @@ class Quality:
     max_cpu: float
     nodes_in_use: int
     """Nodes that received at least one of the placed pods."""
+    overcommitted_nodes: int = 0
+    """Nodes whose pods' CPU limits add up to more than the node can give (LowRiskOverCommitment's risk)."""
 
     def as_row(self) -> dict[str, str]:
         return {
@@ -35,11 +37,18 @@ class Quality:
             "CPU stdev (pp)": f"{self.cpu_stdev:.1f}",
             "max CPU": f"{self.max_cpu:.0f} %",
             "nodes in use": str(self.nodes_in_use),
+            "nodes with CPU limits > capacity": str(self.overcommitted_nodes),
         }
 
 
-def measure(cpu: Mapping[str, float], placements: Mapping[str, str], target: int) -> Quality:
-    """`cpu`: node -> utilisation ratio at the end; `placements`: pod -> node."""
+def measure(
+    cpu: Mapping[str, float],
+    placements: Mapping[str, str],
+    target: int,
+    limits_ratio: Mapping[str, float] | None = None,
+) -> Quality:
+    """`cpu`: node -> utilisation ratio at the end; `placements`: pod -> node;
+    `limits_ratio`: node -> sum of its pods' CPU limits / its allocatable CPU."""
     percents = [value * 100 for value in cpu.values()]
     used = Counter(placements.values())
     hot = {node for node, value in cpu.items() if value * 100 > target}
@@ -50,4 +59,5 @@ def measure(cpu: Mapping[str, float], placements: Mapping[str, str], target: int
         cpu_stdev=statistics.pstdev(percents) if percents else 0.0,
         max_cpu=max(percents, default=0.0),
         nodes_in_use=len(used),
+        overcommitted_nodes=sum(ratio > 1.0 for ratio in (limits_ratio or {}).values()),
     )

@@ -13,6 +13,7 @@ import httpx
 
 from secondary_scheduler.cluster.localcluster import LocalCluster
 from secondary_scheduler.kube.client import ApiClient, ApiError
+from secondary_scheduler.kube.quantity import milli_value
 
 from .quality import Quality, measure
 
@@ -33,6 +34,8 @@ class RunResult:
     web_placements: dict[str, str] = field(default_factory=dict)
     events: list[str] = field(default_factory=list)
     """The VMs' Scheduled events: (reporting controller, message)."""
+    limits_ratio: dict[str, float] = field(default_factory=dict)
+    """Node -> its pods' CPU limits over its allocatable CPU, at the end."""
     quality: Quality | None = None
     seconds: float = 0.0
 
@@ -130,6 +133,28 @@ async def _wait_bound(
                 f"web pods bound after {timeout:.0f}s"
             )
         await asyncio.sleep(1)
+
+
+async def _limits_ratio(api: ApiClient) -> dict[str, float]:
+    """Per node: CPU limits of the pods on it (a container without a limit counts its request)."""
+    nodes = (await api.list_all("/api/v1/nodes"))["items"]
+    allocatable = {
+        node["metadata"]["name"]: milli_value(node["status"]["allocatable"]["cpu"]) for node in nodes
+    }
+    limits = dict.fromkeys(allocatable, 0)
+    for pod in (await api.list_all("/api/v1/pods"))["items"]:
+        node = pod["spec"].get("nodeName")
+        if node not in limits:
+            continue
+        for container in pod["spec"].get("containers", []):
+            resources = container.get("resources") or {}
+            value = (
+                (resources.get("limits") or {}).get("cpu")
+                or (resources.get("requests") or {}).get("cpu")
+                or 0
+            )
+            limits[node] += milli_value(value)
+    return {node: limits[node] / allocatable[node] for node in allocatable if allocatable[node]}
 
 
 async def _scheduled_events(api: ApiClient) -> list[str]:

@@ -9,25 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any, Protocol
 
+from secondary_scheduler.config.model import ExtensionPoint
 
-class ExtensionPoint(StrEnum):
-    """The extension points, named as in KubeSchedulerConfiguration, in the order a pod meets them."""
-
-    QUEUE_SORT = "queueSort"
-    PRE_ENQUEUE = "preEnqueue"
-    PRE_FILTER = "preFilter"
-    FILTER = "filter"
-    POST_FILTER = "postFilter"
-    PRE_SCORE = "preScore"
-    SCORE = "score"
-    RESERVE = "reserve"
-    PERMIT = "permit"
-    PRE_BIND = "preBind"
-    BIND = "bind"
-    POST_BIND = "postBind"
+__all__ = ["ExtensionPoint", "ProfileLike", "ProfileSpec"]
 
 
 class ProfileLike(Protocol):
