@@ -82,6 +82,24 @@ class LoadClient:
             await asyncio.sleep(delay)
             delay = min(2 * delay, 5.0)
 
+    async def delete(self, path: str, params: Mapping[str, str]) -> None:
+        """DELETE an object; one already gone is fine. Retries like ``create``."""
+        deadline = time.monotonic() + self.max_retry_seconds
+        delay = 0.2
+        while True:
+            try:
+                async with self.session.delete(path, params=params, headers=self._headers()) as resp:
+                    content = await resp.read()
+                    if resp.status < 400 or resp.status == 404:
+                        return
+                    if resp.status not in RETRYABLE_STATUS or time.monotonic() + delay > deadline:
+                        raise _api_error(resp.status, resp.reason or "", content)
+            except (aiohttp.ClientConnectionError, TimeoutError):
+                if time.monotonic() + delay > deadline:
+                    raise
+            await asyncio.sleep(delay)
+            delay = min(2 * delay, 5.0)
+
     async def watch(self, path: str, params: Mapping[str, str]) -> AsyncIterator[JSON]:
         """Watch events ({type, object}) until the server ends the watch."""
         query = {**params, "watch": "true"}

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from bench import report
+from bench import nodes, report
 from bench.context import BenchContext, BenchOptions
 from bench.loadclient import LoadClient
 from bench.machine import component_versions, machine, wait_for_low_load
@@ -21,6 +21,7 @@ from secondary_scheduler.kube.client import ApiClient
 
 ENVIRONMENT = "environment"
 NODE_SHAPE = NodeShape(cpu="16", memory="64Gi", pods=110)
+ZONES = 3
 
 
 def render_environment(run: RunInfo, node_lease_seconds: int) -> str:
@@ -48,15 +49,16 @@ def render_environment(run: RunInfo, node_lease_seconds: int) -> str:
             report.table(["component", "version"], version_rows, align="ll"),
             f"The cluster: etcd on tmpfs without fsync, one kube-apiserver, kube-controller-manager and "
             f"KWOK, all on this machine; every node is {NODE_SHAPE.cpu} CPUs / {NODE_SHAPE.memory} / "
-            f"{NODE_SHAPE.pods} pods, in 3 zones, with {node_lease_seconds}s node leases (KWOK renews "
-            "each every quarter of that).",
+            f"{NODE_SHAPE.pods} pods, in {ZONES} zones, with {node_lease_seconds}s node leases (KWOK renews "
+            "each every quarter of that). The nodes are created Ready (the status KWOK's initialisation "
+            "would give them), and each size is measured once KWOK holds every node's lease.",
             "",
         ]
     )
 
 
 async def _measure(cluster: LocalCluster, options: BenchOptions, sections: Sequence[Section]) -> None:
-    current = options.sizes[0]
+    current = 0
     connection = kubeconfig.from_kubeconfig(cluster.kubeconfig)
     async with (
         ApiClient(connection, qps=0, burst=0, timeout=300, user_agent="secsched-bench") as api,
@@ -64,8 +66,9 @@ async def _measure(cluster: LocalCluster, options: BenchOptions, sections: Seque
     ):
         for size in options.sizes:
             if size > current:
-                with step(f"adding {size - current:,} nodes (to {size:,}) and waiting until they are Ready"):
-                    await cluster.add_nodes(size - current, NODE_SHAPE, start=current)
+                title = f"adding {size - current:,} nodes (to {size:,}), Ready, with their leases"
+                with step(title, log_every=10.0) as progress:
+                    await nodes.grow(api, load, current, size - current, NODE_SHAPE, ZONES, progress.update)
                 current = size
             console.rule(f"{size:,} nodes")
             context = BenchContext(options, cluster, size, api, load)
@@ -101,8 +104,9 @@ def run(
     )
     cluster_options = ClusterOptions(
         name=cluster_name,
-        nodes=options.sizes[0],
+        nodes=0,  # grown by the benchmark itself (bench.nodes)
         shape=NODE_SHAPE,
+        zones=ZONES,
         default_scheduler=False,
         prometheus=False,
         node_lease_seconds=node_lease_seconds,

@@ -229,7 +229,7 @@ class ThroughputSection:
                 f"{timings.bound}/{pods} bound: {number(timings.throughput)} pods/s, "
                 f"p50 {milliseconds(timings.p50)} ms, p99 {milliseconds(timings.p99)} ms; cleaning up"
             )
-            await delete_all_pods(context.api, namespace)
+            await delete_all_pods(context.api, context.load, namespace, options.concurrency)
         context.log(
             f"    {LABELS[kind]:>8}: {number(timings.throughput, 1)} pods/s "
             f"(created at {number(timings.create_rate)}/s), p50 {milliseconds(timings.p50)} ms, "

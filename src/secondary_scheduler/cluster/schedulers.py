@@ -166,7 +166,7 @@ def scheduler_config(
 
 
 def single_plugin_config(
-    plugin: str, prometheus_url: str, extra_args: str = "", scheduler_name: str = ""
+    plugin: str, prometheus_url: str, extra_args: str = "", scheduler_name: str = "secondary-scheduler"
 ) -> str:
     """A profile scored by one load-aware `plugin` alone, reading `prometheus_url`.
 
