@@ -140,7 +140,8 @@ def _run_ours(
                 for condition in conditions:
                     console.print(
                         f"  SecondaryScheduler/cluster {condition['type']}={condition['status']}: "
-                        f"{condition.get('message', '')}"
+                        f"{condition.get('message', '')}",
+                        soft_wrap=True,
                     )
                 with step("running the scheduler as the operator's Deployment runs it"):
                     scheduler = await operatorflow.run_operand(cluster, api, deployment, directory)
@@ -209,7 +210,7 @@ def _print_ours(run: RunResult, target: int) -> None:
         f"\n[bold]Events from our scheduler[/bold] ({len(run.events)} VMs scheduled; the first ten):"
     )
     for line in run.events[:10]:
-        console.print(f"  Normal  Scheduled  {line}")
+        console.print(f"  Normal  Scheduled  {line}", soft_wrap=True)
     table = Table(title="Node CPU load before and after (ours)")
     for column in ("node", "before", "after", "VMs"):
         table.add_column(column, justify="left" if column == "node" else "right")

@@ -114,9 +114,22 @@ async def operand(api: ApiClient) -> dict[str, Any]:
     return await wait_for(available, f"Deployment {names.OPERAND} to be available", timeout=120)
 
 
-async def cr_conditions(api: ApiClient) -> list[dict[str, Any]]:
+async def cr_conditions(api: ApiClient, timeout: float = 60) -> list[dict[str, Any]]:
+    """The CR's conditions once the operator reports it Available (or whatever it says after `timeout`)."""
     path = resource_path(names.API_VERSION, names.PLURAL, names.DEFAULT_NAMESPACE, names.INSTANCE_NAME)
-    return list(((await api.get(path)).get("status") or {}).get("conditions") or [])
+
+    async def conditions() -> list[dict[str, Any]]:
+        return list(((await api.get(path)).get("status") or {}).get("conditions") or [])
+
+    async def available() -> list[dict[str, Any]] | None:
+        current = await conditions()
+        ready = any(c.get("type") == "Available" and c.get("status") == "True" for c in current)
+        return current if ready else None
+
+    try:
+        return await wait_for(available, "SecondaryScheduler cluster to be Available", timeout=timeout)
+    except TimeoutError:
+        return await conditions()
 
 
 async def run_operand(
