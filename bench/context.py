@@ -29,8 +29,9 @@ class BenchOptions:
     kube_default: bool
     kube_default_pods: int
     workdir: Path
-    quiet_cpus: float = 0.5
-    """A run starts once the machine keeps fewer CPUs than this busy (or after ``quiet_timeout``)."""
+    quiet_margin: float = 0.3
+    """A run starts once the machine keeps at most this many CPUs busier than the idle cluster did
+    (measured once per size, after it settled), or after ``quiet_timeout``."""
     quiet_timeout: float = 45.0
     stall_timeout: float = 90.0
     """A run gives up when no pod got bound for this long."""
@@ -51,10 +52,25 @@ class BenchContext:
     """For everything but the load: namespaces, listing, deleting (long timeout, no rate limit)."""
     load: LoadClient
     """For the load itself: creating pods and watching them, at the least CPU per request."""
+    idle_cpus: float = 0.0
+    """CPUs the machine kept busy with the settled, idle cluster at this size."""
     console: Console = field(default_factory=lambda: console)
 
     def log(self, message: str) -> None:
         self.console.print(message)
+
+    async def measure_idle(self, seconds: int = 6) -> float:
+        """How busy the machine is with nothing happening (the cluster's own heartbeats).
+
+        The quietest second of a few, so that a burst of other work does not count.
+        """
+        meter = BusyMeter()
+        samples = []
+        for _ in range(seconds):
+            await asyncio.sleep(1.0)
+            samples.append(meter.sample())
+        self.idle_cpus = min(samples)
+        return self.idle_cpus
 
     async def wait_quiet(self, report: Callable[[str], None] | None = None) -> float:
         """Wait until the machine is nearly idle (settled after the last run); returns the CPUs busy."""
@@ -65,7 +81,7 @@ class BenchContext:
         while time.monotonic() < deadline:
             await asyncio.sleep(1.0)
             busy = meter.sample()
-            calm = calm + 1 if busy < self.options.quiet_cpus else 0
+            calm = calm + 1 if busy < self.idle_cpus + self.options.quiet_margin else 0
             if calm >= 2:
                 return busy
             if report is not None:

@@ -48,6 +48,13 @@ def _throughput(options: BenchOptions) -> Section:
     return ThroughputSection(options)
 
 
+def _placement(options: BenchOptions) -> Section:
+    from bench.placement import PlacementSection
+
+    return PlacementSection(options)
+
+
 SECTIONS: dict[str, Callable[[BenchOptions], Section]] = {
     "throughput": _throughput,
+    "placement": _placement,
 }

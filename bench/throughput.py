@@ -76,6 +76,8 @@ class RunRecord:
     cpu_seconds: dict[str, float] = field(default_factory=dict)
     """CPU used during the measured span, by process: the scheduler, the control plane, the client."""
     busy_before: float = math.nan
+    idle_cpus: float = math.nan
+    """What the settled, idle cluster kept busy at this size (``busy_before`` is compared with it)."""
     load_before: float = math.nan
     watch_events: int = 0
 
@@ -216,6 +218,7 @@ class ThroughputSection:
             timings = clock.summary(names)
             record = self._record(kind, context.nodes, repeat, qps, burst, position, timings)
             record.busy_before, record.load_before, record.watch_events = busy, load, watch.events
+            record.idle_cpus = context.idle_cpus
             record.cpu_seconds = {name: after_cpu[name] - before_cpu[name] for name in after_cpu}
             scheduled = after_metrics["scheduled"] - before_metrics["scheduled"]
             record.scheduled_attempts = scheduled
@@ -363,8 +366,9 @@ class ThroughputSection:
                     f"### With kube-scheduler's default client limits (qps {KUBE_DEFAULT_QPS:g}, "
                     f"burst {KUBE_DEFAULT_BURST}), {smallest:,} nodes",
                     "",
-                    "One run each. Each binding is one API request, so both schedulers are held near the "
-                    "rate limit here, after spending the burst.",
+                    "One run each. A binding is one API request, so after the burst of 100 both "
+                    "schedulers are held to about 50 pods/s by their own rate limiter (Events go "
+                    "through a client of their own in both).",
                     "",
                     *self._size_table(smallest, KUBE_DEFAULT_QPS, KUBE_DEFAULT_BURST, heading=False),
                 ]
@@ -385,6 +389,7 @@ class ThroughputSection:
                     number(record.throughput, 1),
                     milliseconds(record.p50),
                     milliseconds(record.p99),
+                    number(record.cpu_ms_per_pod("scheduler"), 2),
                     f"{record.bound:,}/{record.pods:,}",
                 ]
             )
@@ -394,14 +399,20 @@ class ThroughputSection:
                 f"{number(ratio(ours.throughput, theirs.throughput), 2)}×",
                 f"{number(ratio(ours.p50, theirs.p50), 2)}×",
                 f"{number(ratio(ours.p99, theirs.p99), 2)}×",
+                f"{number(ratio(ours.cpu_ms_per_pod('scheduler'), theirs.cpu_ms_per_pod('scheduler')), 2)}×",
                 "",
             ]
         )
         title = [f"### {nodes:,} nodes, {ours.pods:,} pods", ""] if heading else []
-        return [
-            *title,
-            table(["scheduler", "pods/s", "p50 latency (ms)", "p99 latency (ms)", "bound"], rows),
+        header = [
+            "scheduler",
+            "pods/s",
+            "p50 latency (ms)",
+            "p99 latency (ms)",
+            "scheduler CPU/pod (ms)",
+            "bound",
         ]
+        return [*title, table(header, rows)]
 
     def _all_runs(self) -> list[str]:
         rows = []
@@ -421,7 +432,7 @@ class ThroughputSection:
                     milliseconds(record.mean_attempt_seconds),
                     number(record.cpu_ms_per_pod("scheduler"), 2),
                     number(record.cpu_ms_per_pod("kube-apiserver"), 2),
-                    number(record.busy_before, 2),
+                    f"{number(record.busy_before, 2)} ({number(record.idle_cpus, 2)})",
                 ]
             )
         return [
@@ -431,7 +442,8 @@ class ThroughputSection:
             "scheduler could reach). *attempt*: the scheduler's own mean "
             "`scheduler_scheduling_attempt_duration_seconds` (scheduling plus binding, as it reports "
             "it). *CPU/pod*: CPU time the scheduler and the API server used during the run, per pod "
-            "bound. *busy before*: CPUs the machine kept busy just before the run (other work).",
+            "bound. *busy before*: CPUs the machine kept busy just before the run, and in brackets what the "
+            "idle cluster alone kept busy at that size.",
             "",
             table(
                 [
@@ -448,7 +460,7 @@ class ThroughputSection:
                     "attempt (ms)",
                     "sched CPU/pod (ms)",
                     "apiserver CPU/pod (ms)",
-                    "busy before",
+                    "busy before (idle)",
                 ],
                 rows,
                 align="rrlrrrrrrrrrrr",
@@ -463,17 +475,24 @@ class ThroughputSection:
 - One cluster is grown through the sizes ({", ".join(f"{size:,}" for size in options.sizes)} KWOK nodes);
   at each size both schedulers run on it in turn, never at the same time, each as a fresh process
   started with the same flags and configuration, and each waits for its caches to sync first.
-- The client (this benchmark) creates the pods with {options.concurrency} requests in flight over one
-  HTTP/2 connection, and watches them over another. A pod's latency runs from its creation (the
-  create call returning, or the watch showing it, whichever is first) to the first watch event
-  showing `spec.nodeName`, so it includes the API server's and the watch's delays, the same for
-  both schedulers. Throughput is the number of pods over the time from the first creation to the
-  last binding. {options.warmup_pods} warm-up pods are scheduled (and not measured) before each run.
+- The client (this benchmark) creates the pods with {options.concurrency} requests in flight and
+  watches them on a connection of its own (aiohttp, the cheapest Python client at hand, so that
+  it takes as little CPU as it can from the schedulers). A pod's latency runs from its creation
+  (the create call returning, or the watch showing it, whichever is first) to the first watch
+  event showing `spec.nodeName`, so it includes the API server's and the watch's delays, the
+  same for both schedulers. Pods are created faster than either scheduler binds them, so the
+  latency mostly measures how long a pod waits in the queue behind the ones created before it:
+  it grows with the gap between the creation rate and the throughput. Throughput is the number
+  of pods over the time from the first creation to the last binding. {options.warmup_pods}
+  warm-up pods are scheduled (and not measured) before each run.
+- *scheduler CPU/pod* is the user and system CPU time of the scheduler process during the
+  measured span (from /proc), over the pods bound; it includes its watches, its bindings and
+  its Events.
 - Percentiles are nearest-rank over every measured pod.
 - Everything runs on this one machine: the API server, etcd, KWOK, the benchmark client and
   the scheduler share its CPUs, so the numbers measure the whole system, and a scheduler that
   uses less CPU leaves more to the API server. Between runs the pods are deleted, and the next
-  run waits until the machine is quiet (fewer than {options.quiet_cpus:g} CPUs busy, at most
-  {options.quiet_timeout:g}s).
+  run waits until the machine is quiet again (at most {options.quiet_margin:g} CPUs busier than
+  the idle cluster measured after it settled, for 2 seconds; at most {options.quiet_timeout:g}s).
 - Raw numbers of every run: `throughput.json` in the run's working directory.
 """
