@@ -9,9 +9,7 @@ errors that a restarting or overloaded API server gives.
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import logging
-import sys
 import time
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
@@ -23,13 +21,6 @@ import orjson
 from .kubeconfig import Connection
 
 log = logging.getLogger(__name__)
-
-# httpcore runs `import sniffio` each time it sets up a lock or an event (several times per
-# request). anyio no longer needs sniffio, so it is usually absent, and every one of those
-# imports then fails only after searching all of sys.path: ~80 µs each, about a tenth of
-# the scheduler's CPU per pod. A None entry makes the same ModuleNotFoundError immediate.
-if "sniffio" not in sys.modules and importlib.util.find_spec("sniffio") is None:
-    sys.modules["sniffio"] = None  # type: ignore[assignment]
 
 JSON = dict[str, Any]
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
