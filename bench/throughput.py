@@ -33,7 +33,7 @@ from bench.machine import load_average, process_cpu_seconds
 from bench.report import milliseconds, number, table
 from bench.sections import RunInfo
 from bench.stats import PodClock, Timings, ratio
-from bench.workload import PodWatch, create_pods, delete_all_pods, ensure_namespace, pod_manifests
+from bench.workload import PodWatch, create_pods, delete_all_pods, pod_manifests
 from secondary_scheduler.cluster.progress import step
 from secondary_scheduler.cluster.schedulers import (
     OURS,
@@ -42,6 +42,7 @@ from secondary_scheduler.cluster.schedulers import (
     scheduler_config,
     start_scheduler,
 )
+from secondary_scheduler.kube.namespaces import ensure_namespace
 
 SCHEDULER_NAME = "bench-scheduler"
 KUBE_DEFAULT_QPS = 50.0

@@ -13,7 +13,7 @@ import aiohttp
 
 from bench.loadclient import LoadClient
 from bench.stats import PodClock
-from secondary_scheduler.kube.client import ApiClient, ApiError
+from secondary_scheduler.kube.client import ApiClient
 
 JSON = dict[str, Any]
 CPU_REQUESTS = ("100m", "100m", "200m", "250m", "500m")
@@ -57,26 +57,6 @@ def pod_manifests(prefix: str, count: int, scheduler_name: str, seed: int = 0) -
             }
         )
     return manifests
-
-
-async def ensure_namespace(api: ApiClient, name: str, timeout: float = 60.0) -> None:
-    """Create the namespace if needed and wait for its default ServiceAccount (pods need it)."""
-    try:
-        await api.create(
-            "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
-        )
-    except ApiError as error:
-        if not error.conflict:
-            raise
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            await api.get(f"/api/v1/namespaces/{name}/serviceaccounts/default")
-            return
-        except ApiError as error:
-            if not error.not_found or time.monotonic() > deadline:
-                raise
-        await asyncio.sleep(0.2)
 
 
 async def delete_all_pods(

@@ -12,7 +12,8 @@ from typing import Any
 import httpx
 
 from secondary_scheduler.cluster.localcluster import LocalCluster
-from secondary_scheduler.kube.client import ApiClient, ApiError
+from secondary_scheduler.kube.client import ApiClient
+from secondary_scheduler.kube.namespaces import ensure_namespace
 from secondary_scheduler.kube.quantity import milli_value
 
 from .quality import Quality, measure
@@ -44,16 +45,6 @@ def current_load(cluster: LocalCluster) -> dict[str, tuple[float, float]]:
     """Each node's (cpu, memory) ratio as the exporter computes it now, without noise."""
     current = cluster.load()["current"]
     return {node: (values["cpu"], values["memory"]) for node, values in sorted(current.items())}
-
-
-async def ensure_namespace(api: ApiClient, name: str) -> None:
-    try:
-        await api.create(
-            "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
-        )
-    except ApiError as error:
-        if not error.conflict:
-            raise
 
 
 async def _sample(cluster: LocalCluster, result: RunResult, started: float, stop: asyncio.Event) -> None:
