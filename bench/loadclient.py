@@ -17,7 +17,7 @@ from typing import Any
 import aiohttp
 import orjson
 
-from secondary_scheduler.kube.client import RETRYABLE_STATUS, ApiError
+from secondary_scheduler.kube.client import RETRYABLE_STATUS, ApiError, request_headers
 from secondary_scheduler.kube.kubeconfig import Connection
 
 JSON = dict[str, Any]
@@ -52,45 +52,37 @@ class LoadClient:
             raise RuntimeError("use LoadClient in `async with`")
         return self._session
 
-    def _headers(self, content_type: str | None = None) -> dict[str, str]:
-        headers = {}
-        token = self.connection.bearer_token()
-        if token:
-            headers["Authorization"] = f"Bearer {token}"
-        if content_type:
-            headers["Content-Type"] = content_type
-        return headers
-
     async def create(self, path: str, body: JSON) -> None:
         """POST an object; retry what an overloaded API server answers (429, 5xx, dropped connections)."""
-        data = orjson.dumps(body)
-        deadline = time.monotonic() + self.max_retry_seconds
-        delay = 0.2
-        while True:
-            try:
-                async with self.session.post(
-                    path, data=data, headers=self._headers("application/json")
-                ) as resp:
-                    content = await resp.read()
-                    if resp.status < 400:
-                        return
-                    if resp.status not in RETRYABLE_STATUS or time.monotonic() + delay > deadline:
-                        raise _api_error(resp.status, resp.reason or "", content)
-            except (aiohttp.ClientConnectionError, TimeoutError):
-                if time.monotonic() + delay > deadline:
-                    raise
-            await asyncio.sleep(delay)
-            delay = min(2 * delay, 5.0)
+        await self._send("POST", path, data=orjson.dumps(body), content_type="application/json")
 
     async def delete(self, path: str, params: Mapping[str, str]) -> None:
         """DELETE an object; one already gone is fine. Retries like ``create``."""
+        await self._send("DELETE", path, params=params, gone_is_fine=True)
+
+    async def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        data: bytes | None = None,
+        params: Mapping[str, str] | None = None,
+        content_type: str | None = None,
+        gone_is_fine: bool = False,
+    ) -> None:
         deadline = time.monotonic() + self.max_retry_seconds
         delay = 0.2
         while True:
             try:
-                async with self.session.delete(path, params=params, headers=self._headers()) as resp:
+                async with self.session.request(
+                    method,
+                    path,
+                    data=data,
+                    params=params,
+                    headers=request_headers(self.connection, content_type),
+                ) as resp:
                     content = await resp.read()
-                    if resp.status < 400 or resp.status == 404:
+                    if resp.status < 400 or (gone_is_fine and resp.status == 404):
                         return
                     if resp.status not in RETRYABLE_STATUS or time.monotonic() + delay > deadline:
                         raise _api_error(resp.status, resp.reason or "", content)
@@ -104,7 +96,9 @@ class LoadClient:
         """Watch events ({type, object}) until the server ends the watch."""
         query = {**params, "watch": "true"}
         timeout = aiohttp.ClientTimeout(total=None, connect=10, sock_read=None)
-        async with self.session.get(path, params=query, headers=self._headers(), timeout=timeout) as resp:
+        async with self.session.get(
+            path, params=query, headers=request_headers(self.connection), timeout=timeout
+        ) as resp:
             if resp.status >= 400:
                 raise _api_error(resp.status, resp.reason or "", await resp.read())
             async for line in resp.content:

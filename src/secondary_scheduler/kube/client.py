@@ -73,6 +73,17 @@ class TokenBucket:
                 await asyncio.sleep((1 - self.tokens) / self.rate)
 
 
+def request_headers(connection: Connection, content_type: str | None = None) -> dict[str, str]:
+    """Authorization (a token file is re-read, so rotated tokens work) and the body's type."""
+    headers = {}
+    token = connection.bearer_token()
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    if content_type:
+        headers["Content-Type"] = content_type
+    return headers
+
+
 def resource_path(
     api_version: str,
     plural: str,
@@ -150,13 +161,7 @@ class ApiClient:
         await self._http.aclose()
 
     def _headers(self, content_type: str | None = None) -> dict[str, str]:
-        headers = {}
-        token = self.connection.bearer_token()
-        if token:
-            headers["Authorization"] = f"Bearer {token}"
-        if content_type:
-            headers["Content-Type"] = content_type
-        return headers
+        return request_headers(self.connection, content_type)
 
     async def request(
         self,
