@@ -30,7 +30,7 @@ pytestmark = pytest.mark.cluster
 SHARED_SEEDS = Path(__file__).resolve().parents[3] / "shared" / "seeds"
 CAPACITY_MILLIS = 16000  # every node: 16 cores
 TLP_NODES = {"kwok-node-0": 0.10, "kwok-node-1": 0.30, "kwok-node-2": 0.50, "kwok-node-3": 0.65}
-LVRB_NODES = {"kwok-node-4": (0.30, 0.0), "kwok-node-5": (0.20, 0.15), "kwok-node-6": (0.42, 0.0)}
+LVRB_NODES = {"kwok-node-4": (0.30, 0.0), "kwok-node-5": (0.20, 0.30), "kwok-node-6": (0.42, 0.0)}
 LROC_NODES = ("kwok-node-7", "kwok-node-8")
 HOT_NODE = "kwok-node-9"
 
