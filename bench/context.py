@@ -10,7 +10,6 @@ from pathlib import Path
 
 from rich.console import Console
 
-from bench.loadclient import LoadClient
 from bench.machine import BusyMeter, load_average
 from secondary_scheduler.cluster.localcluster import LocalCluster
 from secondary_scheduler.cluster.progress import console
@@ -43,15 +42,13 @@ class BenchOptions:
 
 @dataclass
 class BenchContext:
-    """One cluster size: the cluster (with ``nodes`` nodes) and two clients without rate limits."""
+    """One cluster size: the cluster (with ``nodes`` nodes) and a client without rate limit."""
 
     options: BenchOptions
     cluster: LocalCluster
     nodes: int
     api: ApiClient
-    """For everything but the load: namespaces, listing, deleting (long timeout, no rate limit)."""
-    load: LoadClient
-    """For the load itself: creating pods and watching them, at the least CPU per request."""
+    """The benchmark's own requests: nodes, namespaces, the pods and their watch (long timeout)."""
     idle_cpus: float = 0.0
     """CPUs the machine kept busy with the settled, idle cluster at this size."""
     console: Console = field(default_factory=lambda: console)

@@ -17,7 +17,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from bench.loadclient import LoadClient
 from secondary_scheduler.cluster.nodes import NodeShape, plan_nodes
 from secondary_scheduler.kube.client import ApiClient, ApiError
 
@@ -59,7 +58,6 @@ def ready_node_manifests(count: int, shape: NodeShape, zones: int, start: int) -
 
 async def grow(
     api: ApiClient,
-    load: LoadClient,
     start: int,
     count: int,
     shape: NodeShape,
@@ -77,18 +75,18 @@ async def grow(
     done = 0
     while done < count:
         size = min(chunk, count - done)
-        await _create(load, ready_node_manifests(size, shape, zones, start + done), concurrency)
+        await _create(api, ready_node_manifests(size, shape, zones, start + done), concurrency)
         done += size
         await wait_settled(api, start + done, report)
 
 
-async def _create(load: LoadClient, manifests: list[dict[str, Any]], concurrency: int) -> None:
+async def _create(api: ApiClient, manifests: list[dict[str, Any]], concurrency: int) -> None:
     pending = iter(manifests)
 
     async def worker() -> None:
         for manifest in pending:
             try:
-                await load.create("/api/v1/nodes", manifest)
+                await api.create("/api/v1/nodes", manifest)
             except ApiError as error:
                 if not error.conflict:
                     raise

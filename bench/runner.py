@@ -10,7 +10,6 @@ from pathlib import Path
 
 from bench import nodes, report
 from bench.context import BenchContext, BenchOptions
-from bench.loadclient import LoadClient
 from bench.machine import component_versions, load_average, machine, wait_for_low_load
 from bench.sections import SECTIONS, RunInfo, Section
 from secondary_scheduler.cluster.localcluster import ClusterOptions, LocalCluster
@@ -64,18 +63,15 @@ def render_environment(run: RunInfo, node_lease_seconds: int) -> str:
 async def _measure(cluster: LocalCluster, options: BenchOptions, sections: Sequence[Section]) -> None:
     current = 0
     connection = kubeconfig.from_kubeconfig(cluster.kubeconfig)
-    async with (
-        ApiClient(connection, qps=0, burst=0, timeout=300, user_agent="secsched-bench") as api,
-        LoadClient(connection, connections=options.concurrency + 2) as load,
-    ):
+    async with ApiClient(connection, qps=0, burst=0, timeout=300, user_agent="secsched-bench") as api:
         for size in options.sizes:
             if size > current:
                 title = f"adding {size - current:,} nodes (to {size:,}), Ready, with their leases"
                 with step(title, log_every=10.0) as progress:
-                    await nodes.grow(api, load, current, size - current, NODE_SHAPE, ZONES, progress.update)
+                    await nodes.grow(api, current, size - current, NODE_SHAPE, ZONES, progress.update)
                 current = size
             console.rule(f"{size:,} nodes")
-            context = BenchContext(options, cluster, size, api, load)
+            context = BenchContext(options, cluster, size, api)
             idle = await context.measure_idle()
             console.print(f"idle cluster: {idle:.2f} CPUs busy (load average {load_average():.2f})")
             for section in sections:

@@ -192,11 +192,11 @@ class ThroughputSection:
                 start_scheduler, kind, config, context.cluster.kubeconfig, directory, f"{prefix}-{kind}"
             )
             clock = PodClock()
-            watch = PodWatch(context.api, context.load, namespace, clock)
+            watch = PodWatch(context.api, namespace, clock)
             try:
                 await watch.start()
                 progress.update("warming up")
-                await create_pods(context.load, namespace, warmup, clock, options.concurrency)
+                await create_pods(context.api, namespace, warmup, clock, options.concurrency)
                 await self._wait_bound(clock, watch, {m["metadata"]["name"] for m in warmup}, progress.update)
                 before_metrics = await asyncio.to_thread(_metrics, scheduler)
                 before_cpu = self._cpu(context, scheduler)
@@ -207,7 +207,7 @@ class ThroughputSection:
                     created[0] += 1
 
                 creating = asyncio.create_task(
-                    create_pods(context.load, namespace, manifests, clock, options.concurrency, count)
+                    create_pods(context.api, namespace, manifests, clock, options.concurrency, count)
                 )
                 await self._wait_bound(clock, watch, set(names), progress.update, created, creating)
                 await creating
@@ -233,7 +233,7 @@ class ThroughputSection:
                 f"{timings.bound}/{pods} bound: {number(timings.throughput)} pods/s, "
                 f"p50 {milliseconds(timings.p50)} ms, p99 {milliseconds(timings.p99)} ms; cleaning up"
             )
-            await delete_all_pods(context.api, context.load, namespace, options.concurrency)
+            await delete_all_pods(context.api, namespace, options.concurrency)
         context.log(
             f"    {LABELS[kind]:>8}: {number(timings.throughput, 1)} pods/s "
             f"(created at {number(timings.create_rate)}/s), p50 {milliseconds(timings.p50)} ms, "

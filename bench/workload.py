@@ -9,11 +9,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import aiohttp
-
-from bench.loadclient import LoadClient
 from bench.stats import PodClock
-from secondary_scheduler.kube.client import ApiClient
+from secondary_scheduler.kube.client import ApiClient, ApiError, ApiUnavailable
 
 JSON = dict[str, Any]
 CPU_REQUESTS = ("100m", "100m", "200m", "250m", "500m")
@@ -60,7 +57,7 @@ def pod_manifests(prefix: str, count: int, scheduler_name: str, seed: int = 0) -
 
 
 async def delete_all_pods(
-    api: ApiClient, load: LoadClient, namespace: str, concurrency: int = 32, timeout: float = 600.0
+    api: ApiClient, namespace: str, concurrency: int = 32, timeout: float = 600.0
 ) -> None:
     """Delete every pod in the namespace (no grace period) and wait until none is left.
 
@@ -75,15 +72,19 @@ async def delete_all_pods(
             return
         if time.monotonic() > deadline:
             raise TimeoutError(f"{len(names)} pods in {namespace} still there after {timeout:.0f}s")
-        await _delete_each(load, path, names, concurrency)
+        await _delete_each(api, path, names, concurrency)
 
 
-async def _delete_each(load: LoadClient, path: str, names: list[str], concurrency: int) -> None:
+async def _delete_each(api: ApiClient, path: str, names: list[str], concurrency: int) -> None:
     pending = iter(names)
 
     async def worker() -> None:
         for name in pending:
-            await load.delete(f"{path}/{name}", {"gracePeriodSeconds": "0"})
+            try:
+                await api.delete(f"{path}/{name}", {"gracePeriodSeconds": 0})
+            except ApiError as error:
+                if not error.not_found:
+                    raise
 
     await asyncio.gather(*(worker() for _ in range(max(1, concurrency))))
 
@@ -91,9 +92,8 @@ async def _delete_each(load: LoadClient, path: str, names: list[str], concurrenc
 class PodWatch:
     """Feeds a PodClock from a watch on one namespace, from a given resourceVersion on."""
 
-    def __init__(self, api: ApiClient, load: LoadClient, namespace: str, clock: PodClock) -> None:
+    def __init__(self, api: ApiClient, namespace: str, clock: PodClock) -> None:
         self.api = api
-        self.load = load
         self.namespace = namespace
         self.clock = clock
         self.events = 0
@@ -116,7 +116,7 @@ class PodWatch:
         while True:
             params = {"resourceVersion": version, "allowWatchBookmarks": "true", "timeoutSeconds": "3600"}
             try:
-                async for event in self.load.watch(path, params):
+                async for event in self.api.watch(path, params):
                     now = time.monotonic()
                     obj = event.get("object") or {}
                     metadata = obj.get("metadata") or {}
@@ -130,12 +130,12 @@ class PodWatch:
                             str(metadata.get("name")), now, (obj.get("spec") or {}).get("nodeName")
                         )
                         self.changed.set()
-            except (aiohttp.ClientError, TimeoutError):
+            except ApiUnavailable:
                 await asyncio.sleep(0.2)  # resume from the last version seen
 
 
 async def create_pods(
-    api: LoadClient,
+    api: ApiClient,
     namespace: str,
     manifests: Sequence[JSON],
     clock: PodClock,

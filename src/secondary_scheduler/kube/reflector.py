@@ -12,9 +12,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-import httpx
-
-from .client import JSON, ApiClient, ApiError
+from .client import JSON, ApiClient, ApiError, ApiUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -100,9 +98,7 @@ class Reflector:
                 log.warning("%s: %s; retrying in %.1fs", self.name, error, backoff)
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, 5.0)
-            except (httpx.TransportError, httpx.StreamError) as error:
-                log.info(
-                    "%s: connection lost (%s); resuming in %.1fs", self.name, type(error).__name__, backoff
-                )
+            except ApiUnavailable as error:
+                log.info("%s: connection lost (%s); resuming in %.1fs", self.name, error, backoff)
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, 5.0)

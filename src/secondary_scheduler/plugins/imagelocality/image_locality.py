@@ -37,6 +37,8 @@ class ImageLocality(ScorePlugin):
         total_nodes = table.num_nodes
         spread = {image: table.image_node_counts[image] / total_nodes for image in images}
         max_threshold = MAX_CONTAINER_THRESHOLD * len(images)
+        if not any(spread.values()):  # no node holds any of them: every score is 0
+            return np.zeros(len(nodes), dtype=np.int64)
 
         def score_of(slot: int) -> int:
             sizes = table.images[slot]

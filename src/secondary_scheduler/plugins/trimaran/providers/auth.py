@@ -14,10 +14,8 @@ import binascii
 import ssl
 from pathlib import Path
 
-import httpx
-
 from secondary_scheduler.config.trimaran_args import SecretKeyRef
-from secondary_scheduler.kube.client import ApiClient, ApiError, resource_path
+from secondary_scheduler.kube.client import ApiClient, ApiError, ApiUnavailable, resource_path
 from secondary_scheduler.plugins.trimaran.providers import FETCH_TIMEOUT_SECONDS, FetchError
 from secondary_scheduler.plugins.trimaran.source import MetricSource
 
@@ -82,7 +80,7 @@ async def _from_secret(api: ApiClient, ref: SecretKeyRef) -> str:
             else "the API server refused"
         )
         raise FetchError(f"{where}: {error} ({hint})") from error
-    except (TimeoutError, httpx.HTTPError) as error:
+    except (TimeoutError, ApiUnavailable) as error:
         raise FetchError(f"{where}: the API server did not answer ({error!r})") from error
     encoded = (secret.get("data") or {}).get(ref.key)
     if not encoded:

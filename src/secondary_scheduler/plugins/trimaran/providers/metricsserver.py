@@ -13,9 +13,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import httpx
-
-from secondary_scheduler.kube.client import ApiClient, ApiError
+from secondary_scheduler.kube.client import ApiClient, ApiError, ApiUnavailable
 from secondary_scheduler.kube.quantity import QuantityError, int_value, milli_value
 from secondary_scheduler.plugins.trimaran.providers import FETCH_TIMEOUT_SECONDS, FetchError, watcher_metrics
 from secondary_scheduler.plugins.trimaran.watchermetrics import CPU, LATEST, MEMORY, Metric, WatcherMetrics
@@ -76,7 +74,7 @@ class MetricsServerProvider:
                 else "the API server refused"
             )
             raise FetchError(f"cannot {what}: {error} ({hint})") from error
-        except (TimeoutError, httpx.HTTPError) as error:
+        except (TimeoutError, ApiUnavailable) as error:
             raise FetchError(f"cannot {what}: the API server did not answer ({error!r})") from error
         return list(listing.get("items") or [])
 
