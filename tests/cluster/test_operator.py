@@ -236,7 +236,7 @@ async def operator(
         await asyncio.to_thread(thread.join, 30)
         assert not thread.is_alive(), "the operator did not stop"
         assert not failures, f"the operator failed: {failures}"
-        for logger in ("secondary_scheduler", "kopf", "httpx", "httpcore", "aiohttp"):
+        for logger in ("secondary_scheduler", "kopf", "aiohttp", "secondary_scheduler.kube.http"):
             logging.getLogger(logger).setLevel(logging.NOTSET)
 
 
@@ -551,14 +551,14 @@ async def test_operator_log_level_changes_verbosity_while_running(admin: ApiClie
         await wait_for(lambda: _level(ours, logging.DEBUG), "the operator's loggers at DEBUG", 30)
         assert logging.getLogger("kopf").level == logging.INFO
         await patch_spec(admin, {"operatorLogLevel": "TraceAll"})
-        await wait_for(lambda: _level(logging.getLogger("httpx"), logging.DEBUG), "HTTP logging on", 30)
+        await wait_for(lambda: _level(logging.getLogger("aiohttp"), logging.DEBUG), "HTTP logging on", 30)
         assert any(
             r.levelno == logging.DEBUG and r.name.startswith("secondary_scheduler.operator") for r in records
         )
         await patch_spec(admin, {"operatorLogLevel": "Normal"})
         await wait_for(lambda: _level(ours, logging.INFO), "the operator's loggers back at INFO", 30)
         assert logging.getLogger("kopf").level == logging.WARNING
-        assert logging.getLogger("httpx").level == logging.WARNING
+        assert logging.getLogger("aiohttp").level == logging.WARNING
     finally:
         ours.removeHandler(handler)
     await settled(admin)

@@ -9,9 +9,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
+import aiohttp
 
 from secondary_scheduler.cluster.localcluster import LocalCluster
+from secondary_scheduler.httpsession import TRANSPORT_ERRORS
 from secondary_scheduler.kube.client import ApiClient
 from secondary_scheduler.kube.namespaces import ensure_namespace
 from secondary_scheduler.kube.quantity import milli_value
@@ -48,14 +49,15 @@ def current_load(cluster: LocalCluster) -> dict[str, tuple[float, float]]:
 
 
 async def _sample(cluster: LocalCluster, result: RunResult, started: float, stop: asyncio.Event) -> None:
-    async with httpx.AsyncClient(timeout=5) as client:
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5)) as client:
         while not stop.is_set():
             try:
-                current = (await client.get(f"{cluster.exporter_url}/load")).json()["current"]
+                async with client.get(f"{cluster.exporter_url}/load") as response:
+                    current = (await response.json())["current"]
                 result.timeline.append(
                     (time.monotonic() - started, {n: v["cpu"] for n, v in current.items()})
                 )
-            except httpx.HTTPError:
+            except TRANSPORT_ERRORS:
                 pass
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), 2.0)

@@ -20,14 +20,18 @@ from urllib.parse import quote
 import aiohttp
 import orjson
 
+from secondary_scheduler.httpsession import TRANSPORT_ERRORS, LazySession
+
 from .kubeconfig import Connection
 
 log = logging.getLogger(__name__)
+HTTP_LOGGER = "secondary_scheduler.kube.http"
+"""Every request and its answer, at DEBUG (client-go logs the same at -v=6)."""
+http_log = logging.getLogger(HTTP_LOGGER)
 
 JSON = dict[str, Any]
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 MAX_CONNECTIONS = 200  # HTTP/1.1: one per request in flight, and one per open watch
-TRANSPORT_ERRORS = (aiohttp.ClientError, TimeoutError)
 
 
 class ApiUnavailable(Exception):
@@ -139,6 +143,10 @@ def _query(params: Mapping[str, Any] | None) -> dict[str, str] | None:
     }
 
 
+def _shown(query: Mapping[str, str] | None) -> str:
+    return "?" + "&".join(f"{key}={value}" for key, value in query.items()) if query else ""
+
+
 async def _lines(stream: aiohttp.StreamReader) -> AsyncIterator[bytes]:
     """Newline-delimited frames of any size (aiohttp's readline refuses lines over 128 KiB)."""
     pending = b""
@@ -153,11 +161,7 @@ async def _lines(stream: aiohttp.StreamReader) -> AsyncIterator[bytes]:
 
 
 class ApiClient:
-    """One connection pool to one API server, shared by every caller in a process.
-
-    The aiohttp session is opened on first use, inside the running event loop, so a client
-    can be built anywhere (a CLI command, a test fixture) and used from async code.
-    """
+    """One connection pool to one API server, shared by every caller in a process."""
 
     def __init__(
         self,
@@ -173,9 +177,12 @@ class ApiClient:
         self.limiter = TokenBucket(qps, burst)
         self.max_retry_seconds = max_retry_seconds
         self._server = connection.server.rstrip("/")
-        self._timeout = aiohttp.ClientTimeout(total=timeout, connect=10.0)
-        self._user_agent = user_agent
-        self._session: aiohttp.ClientSession | None = None
+        self._http = LazySession(
+            tls=connection.ssl_context() if self._server.startswith("https:") else None,
+            timeout=aiohttp.ClientTimeout(total=timeout, connect=10.0),
+            max_connections=MAX_CONNECTIONS,
+            headers={"User-Agent": user_agent, "Accept": "application/json"},
+        )
 
     async def __aenter__(self) -> ApiClient:
         return self
@@ -184,22 +191,7 @@ class ApiClient:
         await self.close()
 
     async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
-
-    @property
-    def _http(self) -> aiohttp.ClientSession:
-        if self._session is None or self._session.closed:
-            secure = self._server.startswith("https:")
-            self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(
-                    ssl=self.connection.ssl_context() if secure else False, limit=MAX_CONNECTIONS
-                ),
-                timeout=self._timeout,
-                headers={"User-Agent": self._user_agent, "Accept": "application/json"},
-            )
-        return self._session
+        await self._http.close()
 
     def _headers(self, content_type: str | None = None) -> dict[str, str]:
         return request_headers(self.connection, content_type)
@@ -225,8 +217,9 @@ class ApiClient:
         delay = 0.2
         while True:
             await self.limiter.take()
+            sent = time.monotonic()
             try:
-                async with self._http.request(
+                async with self._http().request(
                     method, url, params=query, data=content, headers=headers
                 ) as response:
                     status, reason = response.status, response.reason or ""
@@ -237,6 +230,10 @@ class ApiClient:
                     raise ApiUnavailable(f"{method} {path}: {error!r}") from error
                 log.debug("%s %s: %r; retrying in %.1fs", method, path, error, delay)
             else:
+                if http_log.isEnabledFor(logging.DEBUG):
+                    elapsed = (time.monotonic() - sent) * 1000
+                    target = url + _shown(query)
+                    http_log.debug("%s %s %d %s in %.0f ms", method, target, status, reason, elapsed)
                 if status < 400:
                     return _decode(payload)
                 if status not in RETRYABLE_STATUS or time.monotonic() + delay > deadline:
@@ -300,7 +297,7 @@ class ApiClient:
         await self.limiter.take()
         no_read_limit = aiohttp.ClientTimeout(total=None, connect=10.0, sock_read=None)
         try:
-            async with self._http.get(
+            async with self._http().get(
                 self._server + path,
                 params=_query({**params, "watch": "true"}),
                 headers=self._headers(),

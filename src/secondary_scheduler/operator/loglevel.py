@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import logging
 
+from secondary_scheduler.kube.client import HTTP_LOGGER
+
 OURS = "secondary_scheduler"
 KOPF = "kopf"
-HTTP = ("httpx", "httpcore", "aiohttp")
+HTTP = ("aiohttp", HTTP_LOGGER)
 
 _LEVELS: dict[str, tuple[int, int, int]] = {
     # operatorLogLevel: (our loggers, kopf's, the HTTP libraries')

@@ -26,7 +26,7 @@ from secondary_scheduler.config import (
 )
 from secondary_scheduler.framework.registry import default_registry
 from secondary_scheduler.kube import kubeconfig
-from secondary_scheduler.kube.client import ApiClient
+from secondary_scheduler.kube.client import HTTP_LOGGER, ApiClient
 from secondary_scheduler.kube.leaderelection import LeaderElectionConfig, LeaderElector
 
 from .metrics import SchedulerMetrics
@@ -44,11 +44,11 @@ class StartupError(RuntimeError):
 
 
 def configure_logging(verbosity: int) -> None:
-    """klog's -v: 0-3 informational, 4 and up debug (per-pod detail)."""
+    """klog's -v: 0-3 informational, 4 and up debug (per-pod detail), 6 and up every API request."""
     level = logging.DEBUG if verbosity >= 4 else logging.INFO
     logging.basicConfig(level=level, format="%(asctime)s %(levelname).1s %(name)s] %(message)s", force=True)
-    for noisy in ("httpx", "httpcore", "hpack", "aiohttp.access"):
-        logging.getLogger(noisy).setLevel(logging.WARNING if verbosity < 8 else logging.DEBUG)
+    for noisy in ("aiohttp", HTTP_LOGGER):
+        logging.getLogger(noisy).setLevel(logging.WARNING if verbosity < 6 else logging.DEBUG)
 
 
 def load_configuration(flags: SchedulerFlags) -> LoadResult:

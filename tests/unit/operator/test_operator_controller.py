@@ -108,4 +108,5 @@ def test_operator_log_levels(level: str, ours: int, kopf: int, http: int) -> Non
     loglevel.apply(level)
     assert logging.getLogger("secondary_scheduler").level == ours
     assert logging.getLogger("kopf").level == kopf
-    assert logging.getLogger("httpx").level == http
+    assert logging.getLogger("aiohttp").level == http
+    assert logging.getLogger("secondary_scheduler.kube.http").level == http

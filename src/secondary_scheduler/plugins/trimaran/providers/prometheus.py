@@ -15,8 +15,10 @@ import logging
 import time
 from collections.abc import Callable
 
-import httpx
+import aiohttp
+import orjson
 
+from secondary_scheduler.httpsession import TRANSPORT_ERRORS, LazySession
 from secondary_scheduler.kube.client import ApiClient
 from secondary_scheduler.plugins.trimaran.providers import (
     FETCH_TIMEOUT_SECONDS,
@@ -69,7 +71,7 @@ class PrometheusProvider:
         self.clock = clock
         self.timeout = timeout
         self._token = BearerToken(source, api)
-        self._http = httpx.AsyncClient(verify=tls_context(source), timeout=timeout)
+        self._http = LazySession(tls=tls_context(source), timeout=aiohttp.ClientTimeout(total=timeout))
 
     async def fetch(self, window: str) -> WatcherMetrics:
         token = await self._token.get()
@@ -96,25 +98,26 @@ class PrometheusProvider:
         """(node, ratio) of each sample of an instant query."""
         url = f"{self.address}/api/v1/query"
         try:
-            response = await self._http.get(url, params={"query": promql}, headers=headers)
-        except httpx.HTTPError as error:
+            async with self._http().get(url, params={"query": promql}, headers=headers) as response:
+                status, reason, content = response.status, response.reason or "", await response.read()
+        except TRANSPORT_ERRORS as error:
             raise FetchError(f"{promql}: {_transport_problem(error, self.timeout)}") from error
-        if response.status_code in (401, 403):
+        if status in (401, 403):
             raise FetchError(
-                f"{promql}: HTTP {response.status_code} from {url}: the token is missing or not allowed "
+                f"{promql}: HTTP {status} from {url}: the token is missing or not allowed "
                 "(set metricProvider.tokenFile or tokenSecretRef; on OpenShift the token's account needs "
                 "the cluster-monitoring-view role)"
             )
         try:
-            body = response.json()
-        except ValueError as error:
+            body = orjson.loads(content)
+        except orjson.JSONDecodeError as error:
             raise FetchError(
-                f"{promql}: HTTP {response.status_code} from {url} is not Prometheus' JSON API "
+                f"{promql}: HTTP {status} from {url} is not Prometheus' JSON API "
                 "(check metricProvider.address: it should be the Prometheus or Thanos querier base URL)"
             ) from error
-        if response.status_code >= 400 or body.get("status") != "success":
-            detail = body.get("error") or response.reason_phrase
-            raise FetchError(f"{promql}: HTTP {response.status_code}: {detail}")
+        if status >= 400 or not isinstance(body, dict) or body.get("status") != "success":
+            detail = body.get("error") if isinstance(body, dict) else None
+            raise FetchError(f"{promql}: HTTP {status}: {detail or reason}")
         data = body.get("data") or {}
         if data.get("resultType") != "vector":
             log.error("%s: Prometheus answered a %s, not a vector: ignored", promql, data.get("resultType"))
@@ -128,10 +131,10 @@ class PrometheusProvider:
             raise FetchError(f"{promql}: a sample is not [time, value] ({error!r})") from error
 
     async def close(self) -> None:
-        await self._http.aclose()
+        await self._http.close()
 
 
-def _transport_problem(error: httpx.HTTPError, timeout: float) -> str:
+def _transport_problem(error: Exception, timeout: float) -> str:
     """The error, with the fix for the usual cause (an untrusted certificate, a wrong address)."""
     text = str(error) or type(error).__name__
     if "CERTIFICATE_VERIFY_FAILED" in text:
@@ -139,8 +142,8 @@ def _transport_problem(error: httpx.HTTPError, timeout: float) -> str:
             f"{text}: the server's certificate is not trusted; set metricProvider.caFile to its CA bundle "
             "(or insecureSkipVerify: true to skip verification)"
         )
-    if isinstance(error, httpx.TimeoutException):
+    if isinstance(error, TimeoutError):
         return f"no answer within {timeout:g}s ({type(error).__name__})"
-    if isinstance(error, httpx.ConnectError):
+    if isinstance(error, aiohttp.ClientConnectorError):
         return f"{text}: cannot connect; check metricProvider.address"
     return text
