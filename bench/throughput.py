@@ -477,8 +477,8 @@ class ThroughputSection:
   at each size both schedulers run on it in turn, never at the same time, each as a fresh process
   started with the same flags and configuration, and each waits for its caches to sync first.
 - The client (this benchmark) creates the pods with {options.concurrency} requests in flight and
-  watches them on a connection of its own (aiohttp, the cheapest Python client at hand, so that
-  it takes as little CPU as it can from the schedulers). A pod's latency runs from its creation
+  watches them, through the project's own API client (`kube/client.py`, the scheduler's too;
+  about 0.6 ms of CPU per request here). A pod's latency runs from its creation
   (the create call returning, or the watch showing it, whichever is first) to the first watch
   event showing `spec.nodeName`, so it includes the API server's and the watch's delays, the
   same for both schedulers. Pods are created faster than either scheduler binds them, so the
