@@ -32,6 +32,13 @@ class RunInfo:
     """Whether that load was below the limit asked for."""
     options: BenchOptions
 
+    def measured(self) -> str:
+        """The line under each section's heading: when, with which command, on what machine."""
+        return (
+            f"_Measured {self.started} with `{self.command}` on {self.machine.describe()}; "
+            f"1-minute load {self.load_before:.2f} when the run began._"
+        )
+
 
 class Section(Protocol):
     name: str

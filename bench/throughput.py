@@ -322,8 +322,7 @@ class ThroughputSection:
         lines = [
             f"## {self.title}",
             "",
-            f"_Measured {run.started} with `{run.command}` on {run.machine.describe()}; "
-            f"1-minute load {run.load_before:.2f} when the run began._",
+            run.measured(),
             "",
             f"Both schedulers run the same one-profile configuration (schedulerName `{SCHEDULER_NAME}`, "
             f"the default plugins, leader election off) with the same client limits, "

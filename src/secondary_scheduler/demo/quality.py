@@ -29,16 +29,24 @@ class Quality:
     overcommitted_nodes: int = 0
     """Nodes whose pods' CPU limits add up to more than the node can give (LowRiskOverCommitment's risk)."""
 
-    def as_row(self) -> dict[str, str]:
+    def values(self) -> dict[str, float]:
+        """The measures by name, at the precision they are shown with."""
         return {
-            "nodes over target": str(self.nodes_over_target),
-            "VMs on nodes over target": str(self.pods_on_hot_nodes),
-            "nodes above 90 %": str(self.saturated_nodes),
-            "CPU stdev (pp)": f"{self.cpu_stdev:.1f}",
-            "max CPU": f"{self.max_cpu:.0f} %",
-            "nodes in use": str(self.nodes_in_use),
-            "nodes with CPU limits > capacity": str(self.overcommitted_nodes),
+            "nodes over target": self.nodes_over_target,
+            "VMs on nodes over target": self.pods_on_hot_nodes,
+            "nodes above 90 %": self.saturated_nodes,
+            "CPU stdev (pp)": round(self.cpu_stdev, 1),
+            "max CPU": round(self.max_cpu),
+            "nodes in use": self.nodes_in_use,
+            "nodes with CPU limits > capacity": self.overcommitted_nodes,
         }
+
+    def as_row(self) -> dict[str, str]:
+        """The measures by name, as table cells."""
+        return {key: _FORMATS.get(key, "{}").format(value) for key, value in self.values().items()}
+
+
+_FORMATS = {"CPU stdev (pp)": "{:.1f}", "max CPU": "{:.0f} %"}
 
 
 def measure(
