@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from pathlib import Path
 
 import pytest
 
+from secondary_scheduler.cluster.localcluster import LocalCluster
+from secondary_scheduler.demo.operatorflow import service_account_token
 from secondary_scheduler.kube.client import HTTP_LOGGER, ApiClient, ApiError, ApiUnavailable, resource_path
 from secondary_scheduler.kube.kubeconfig import Connection
 
@@ -71,3 +74,26 @@ async def test_every_request_is_logged_at_debug(
         line.startswith("GET https://") and f"/namespaces/{namespace}/configmaps?limit=1 200 OK in " in line
         for line in lines
     ), lines
+
+
+async def test_a_token_file_is_read_once_a_minute_not_per_request(
+    api: ApiClient, namespace: str, cluster: LocalCluster, tmp_path: Path
+) -> None:
+    """A projected token rotates well within its life; re-reading the file per request is wasted I/O."""
+    token_file = tmp_path / "token"
+    token_file.write_text(await service_account_token(api, namespace, "default"))
+    ca_file = str(cluster.pki.ca_cert)
+    connection = Connection(server=cluster.api_url, ca_file=ca_file, token_file=str(token_file))
+    own_namespace = resource_path("v1", "namespaces", name=namespace)
+    async with ApiClient(connection) as client:
+        with pytest.raises(ApiError) as first:
+            await client.get(own_namespace)
+        assert first.value.status == 403  # authenticated as the ServiceAccount, which may not read it
+        token_file.write_text("not-a-token")
+        with pytest.raises(ApiError) as second:
+            await client.get(own_namespace)
+        assert second.value.status == 403  # the token read a moment ago, not the file's new text
+    async with ApiClient(connection, max_retry_seconds=0) as fresh:
+        with pytest.raises(ApiError) as rejected:
+            await fresh.get(own_namespace)
+        assert rejected.value.status == 401  # a new client reads the file anew

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
@@ -32,6 +33,8 @@ http_log = logging.getLogger(HTTP_LOGGER)
 JSON = dict[str, Any]
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 MAX_CONNECTIONS = 200  # HTTP/1.1: one per request in flight, and one per open watch
+TOKEN_FILE_REREAD_SECONDS = 60.0
+"""How long a token read from a file is reused (client-go's cached file token source: a minute)."""
 
 
 class ApiUnavailable(Exception):
@@ -83,17 +86,6 @@ class TokenBucket:
                     self.tokens -= 1
                     return
                 await asyncio.sleep((1 - self.tokens) / self.rate)
-
-
-def request_headers(connection: Connection, content_type: str | None = None) -> dict[str, str]:
-    """Authorization (a token file is re-read, so rotated tokens work) and the body's type."""
-    headers = {}
-    token = connection.bearer_token()
-    if token:
-        headers["Authorization"] = f"Bearer {token}"
-    if content_type:
-        headers["Content-Type"] = content_type
-    return headers
 
 
 def resource_path(
@@ -183,6 +175,8 @@ class ApiClient:
             max_connections=MAX_CONNECTIONS,
             headers={"User-Agent": user_agent, "Accept": "application/json"},
         )
+        self._token = connection.token
+        self._token_read_at = -math.inf
 
     async def __aenter__(self) -> ApiClient:
         return self
@@ -194,7 +188,22 @@ class ApiClient:
         await self._http.close()
 
     def _headers(self, content_type: str | None = None) -> dict[str, str]:
-        return request_headers(self.connection, content_type)
+        """Authorization and the body's type for one request."""
+        headers = {}
+        token = self._bearer_token()
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        if content_type:
+            headers["Content-Type"] = content_type
+        return headers
+
+    def _bearer_token(self) -> str | None:
+        """The token; a token file is re-read once a minute, not on every request, so a rotated
+        (projected ServiceAccount) token is picked up well before the old one expires."""
+        if self.connection.token_file and time.monotonic() - self._token_read_at > TOKEN_FILE_REREAD_SECONDS:
+            self._token = self.connection.bearer_token()
+            self._token_read_at = time.monotonic()
+        return self._token
 
     async def request(
         self,
