@@ -80,6 +80,8 @@ def score(config_path: str, profile_name: str | None, snapshot_path: str, pod_pa
         report = explain(profile, snapshot, pod, loaded.config.percentage_of_nodes_to_score)
     except CycleError as error:
         raise click.ClickException(f"the scheduling cycle failed: {error}") from error
+    for kind in report.unread_kinds:
+        click.echo(f"note: {snapshot_path}: objects: no enabled plugin reads {kind}; ignored", err=True)
     if output == "json":
         click.echo(json.dumps(report.as_json(), indent=2))
         for note in report.notes:

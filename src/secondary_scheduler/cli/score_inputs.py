@@ -7,6 +7,7 @@ reading a traceback.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +20,7 @@ from secondary_scheduler.kube.quantity import QuantityError, parse_quantity
 from secondary_scheduler.plugins.trimaran.watchermetrics import WatcherMetrics
 
 Json = dict[str, Any]
-SNAPSHOT_KEYS = ("nodes", "pods", "metrics", "recentlyScheduled", "now")
+SNAPSHOT_KEYS = ("nodes", "pods", "objects", "metrics", "recentlyScheduled", "now")
 _METRICS_SHAPE = (
     "a load-watcher WatcherMetrics object: {timestamp, window: {duration, start, end}, source, "
     "data: {NodeMetricsMap: {<node>: {metrics: [{name, type, operator, rollup, value}]}}}}"
@@ -50,6 +51,8 @@ class ClusterSnapshot:
     metrics: WatcherMetrics | None
     recently_scheduled: list[RecentPod]
     now: float
+    objects: list[Json] = dataclasses.field(default_factory=list)
+    """Other v1 objects of any kind (PVs, StorageClasses, PDBs...): what plugins read from informers."""
     """The time the cycle runs at; defaults to the metrics' timestamp (a snapshot is explained as of then)."""
 
 
@@ -96,7 +99,21 @@ def load_snapshot(path: str) -> ClusterSnapshot:
     if now is None:
         now = float(metrics.timestamp or metrics.window.end) if metrics is not None else 0.0
     recent = _recent(document.get("recentlyScheduled") or [], path, pods, node_names)
-    return ClusterSnapshot(nodes, pods, metrics, recent, now)
+    objects = _objects(document.get("objects") or [], path)
+    return ClusterSnapshot(nodes, pods, metrics, recent, now, objects)
+
+
+def _objects(value: Any, path: str) -> list[Json]:
+    """Objects as `kubectl get -o yaml` writes them: apiVersion, kind and a name each."""
+    objects = _items(value, path, "objects", "Kubernetes objects (apiVersion, kind, metadata)")
+    for index, obj in enumerate(objects):
+        for key in ("apiVersion", "kind"):
+            if not isinstance(obj.get(key), str) or not obj[key]:
+                raise InputError(
+                    path, f"objects[{index}].{key}", "missing: every object needs apiVersion and kind"
+                )
+        _name(obj, path, f"objects[{index}]")
+    return objects
 
 
 def _items(value: Any, path: str, field: str, what: str) -> list[Json]:

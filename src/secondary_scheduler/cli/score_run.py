@@ -1,8 +1,9 @@
 """One scheduling cycle in memory, over a snapshot: what ``secsched score`` reports.
 
 The framework, the plugins and the profile are the scheduler's own; only the inputs differ:
-nodes and pods from the snapshot file, metrics from it too (a static provider, no network),
-and the clock stopped at the snapshot's ``now``.
+nodes and pods from the snapshot file, the informers plugins ask for filled from its
+``objects``, its other keys (metrics) handed to plugins as ``handle.snapshot``, and the
+clock stopped at the snapshot's ``now``. Nothing here names a plugin.
 """
 
 from __future__ import annotations
@@ -15,12 +16,10 @@ from typing import Any
 from secondary_scheduler.cli.score_inputs import ClusterSnapshot, Json
 from secondary_scheduler.config.model import Profile
 from secondary_scheduler.framework import CycleState, Framework, Handle, NodeTable, PodInfo, ScheduleResult
-from secondary_scheduler.framework.registry import default_registry
+from secondary_scheduler.framework.handle import Snapshot
+from secondary_scheduler.framework.interface import Note
 from secondary_scheduler.framework.status import Code
-from secondary_scheduler.plugins.trimaran.notes import MetricsNote, read_note
-from secondary_scheduler.plugins.trimaran.providers.static import StaticProvider
-from secondary_scheduler.plugins.trimaran.registry import TRIMARAN_PLUGINS
-from secondary_scheduler.plugins.trimaran.services import SERVICE, TrimaranServices
+from secondary_scheduler.plugins.registry import default_registry
 
 NOT_EVALUATED = "not evaluated: enough feasible nodes were found first (percentageOfNodesToScore)"
 
@@ -58,12 +57,14 @@ class ScoreReport:
     """Feasible nodes by total (best first), then the others by name."""
     score_plugins: tuple[tuple[str, int], ...]
     """(plugin, weight) of the profile's score plugins, in order."""
-    notes: tuple[MetricsNote, ...]
-    """What each load-aware plugin's scores were based on."""
+    notes: tuple[Note, ...]
+    """What plugins' decisions were based on (the load-aware plugins' metrics)."""
     message: str
     """Why the pod fits nowhere (kube-scheduler's FitError), or empty."""
     tied: tuple[str, ...]
     """Nodes sharing the best total (the framework picks one at random)."""
+    unread_kinds: tuple[str, ...] = ()
+    """Kinds in the snapshot's ``objects`` that no enabled plugin reads."""
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -89,13 +90,9 @@ def explain(
     profile: Profile, snapshot: ClusterSnapshot, pod: Json, percentage_of_nodes_to_score: int | None = None
 ) -> ScoreReport:
     """Schedule ``pod`` into the snapshot with ``profile`` and report every node's scores."""
-    metrics = snapshot.metrics
-    services = TrimaranServices(
-        clock=lambda: snapshot.now, provider_factory=lambda source: StaticProvider(metrics)
-    )
-    for recent in snapshot.recently_scheduled:
-        services.recently_scheduled.record(recent.pod, recent.node, recent.timestamp)
-    handle = Handle(services={SERVICE: services})
+    recent = [(entry.pod, entry.node, entry.timestamp) for entry in snapshot.recently_scheduled]
+    frozen = Snapshot(now=snapshot.now, data={"metrics": snapshot.metrics, "recentlyScheduled": recent})
+    handle = Handle(wall_clock=lambda: snapshot.now, snapshot=frozen)
     try:
         framework = Framework(
             profile,
@@ -106,35 +103,34 @@ def explain(
         )
     except ValueError as error:
         raise CycleError(str(error)) from error
+    unread = handle.informers.fill(snapshot.objects)
     table = NodeTable.from_objects(snapshot.nodes, snapshot.pods)
     info = PodInfo.from_pod(pod)
     state = CycleState()
-    result = asyncio.run(_schedule(framework, services, info, table, state, started=metrics is not None))
+    result = asyncio.run(_schedule(framework, handle, info, table, state))
     if result.status.code == Code.ERROR:
         raise CycleError(result.status.message)
-    return _report(framework, info, table, state, result)
+    return _report(framework, info, table, state, result, tuple(unread))
 
 
 async def _schedule(
-    framework: Framework,
-    services: TrimaranServices,
-    pod: PodInfo,
-    table: NodeTable,
-    state: CycleState,
-    *,
-    started: bool,
+    framework: Framework, handle: Handle, pod: PodInfo, table: NodeTable, state: CycleState
 ) -> ScheduleResult:
-    """The cycle, between the collectors' first (static) fetch and their stop."""
-    if started:
-        await services.start()
+    """The cycle, between the plugins' services' start (their first, static fetch) and their stop."""
+    await handle.start_services()
     try:
         return framework.schedule(pod, table, state, explain=True)
     finally:
-        await services.stop()
+        await handle.stop_services()
 
 
 def _report(
-    framework: Framework, pod: PodInfo, table: NodeTable, state: CycleState, result: ScheduleResult
+    framework: Framework,
+    pod: PodInfo,
+    table: NodeTable,
+    state: CycleState,
+    result: ScheduleResult,
+    unread_kinds: tuple[str, ...],
 ) -> ScoreReport:
     explanation = result.explanation
     scored: dict[str, NodeReport] = {}
@@ -156,9 +152,7 @@ def _report(
     feasible = sorted(scored.values(), key=lambda node: (-node.total, node.name))
     best = feasible[0].total if feasible else None
     notes = tuple(
-        note
-        for plugin in framework.score_plugins
-        if plugin.name in TRIMARAN_PLUGINS and (note := read_note(state, plugin.name)) is not None
+        state.notes[plugin.name] for plugin in framework.score_plugins if plugin.name in state.notes
     )
     return ScoreReport(
         profile=framework.scheduler_name,
@@ -171,4 +165,5 @@ def _report(
         notes=notes,
         message="" if result.status.is_success else result.status.message,
         tied=tuple(node.name for node in feasible if node.total == best) if len(feasible) > 1 else (),
+        unread_kinds=unread_kinds,
     )

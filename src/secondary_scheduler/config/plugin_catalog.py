@@ -1,34 +1,19 @@
-"""The single table of plugins this scheduler ships: extension points and args model of each.
+"""What the config loader knows of each plugin: its extension points and args model.
 
-Everything that needs to know "is X a plugin, where can it run, what args does it take"
-reads it here: the loader (to validate and merge), the dump, and the scheduler framework
-(to instantiate). Adding a plugin means adding a row.
+It is computed from the plugin registry (``plugins.registry.default_registry``) on first
+use, so a plugin installed as a package, or named with ``--plugin``, is validated, merged
+and suggested exactly like the ones this package ships: the plugin class is the only
+place a plugin is described.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from types import MappingProxyType
 from typing import Final
 
 from secondary_scheduler.config.base import ConfigModel
 from secondary_scheduler.config.model import ExtensionPoint
-from secondary_scheduler.config.plugin_args import (
-    DefaultPreemptionArgs,
-    InterPodAffinityArgs,
-    NodeAffinityArgs,
-    NodeResourcesBalancedAllocationArgs,
-    NodeResourcesFitArgs,
-    PodTopologySpreadArgs,
-)
-from secondary_scheduler.config.trimaran_args import (
-    LoadVariationRiskBalancingArgs,
-    LowRiskOverCommitmentArgs,
-    TargetLoadPackingArgs,
-)
-
-_P = ExtensionPoint
 
 
 @dataclass(frozen=True)
@@ -38,60 +23,37 @@ class PluginSpec:
     args_model: type[ConfigModel] | None = None
 
 
-def _plugin(name: str, *points: ExtensionPoint, args: type[ConfigModel] | None = None) -> PluginSpec:
-    return PluginSpec(name, frozenset(points), args)
+class _Catalog(Mapping[str, PluginSpec]):
+    """Name -> PluginSpec of every registered plugin, read from the registry when first asked."""
+
+    def __init__(self) -> None:
+        self._source: object = None
+        self._cached: Mapping[str, PluginSpec] = {}
+
+    def _specs(self) -> Mapping[str, PluginSpec]:
+        # Imported here: the registry imports the plugins, which import this package's models.
+        from secondary_scheduler.plugins.registry import default_registry
+
+        registry = default_registry()
+        if registry is not self._source:
+            self._cached = {
+                name: PluginSpec(name, plugin.extension_points(), plugin.args_model)
+                for name, plugin in registry.items()
+            }
+            self._source = registry
+        return self._cached
+
+    def __getitem__(self, name: str) -> PluginSpec:
+        return self._specs()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._specs())
+
+    def __len__(self) -> int:
+        return len(self._specs())
 
 
-CATALOG: Final[Mapping[str, PluginSpec]] = MappingProxyType(
-    {
-        spec.name: spec
-        for spec in (
-            _plugin("PrioritySort", _P.QUEUE_SORT),
-            _plugin("SchedulingGates", _P.PRE_ENQUEUE),
-            _plugin("NodeUnschedulable", _P.FILTER),
-            _plugin("NodeName", _P.FILTER),
-            _plugin("TaintToleration", _P.FILTER, _P.PRE_SCORE, _P.SCORE),
-            _plugin("NodeAffinity", _P.PRE_FILTER, _P.FILTER, _P.PRE_SCORE, _P.SCORE, args=NodeAffinityArgs),
-            _plugin("NodePorts", _P.PRE_FILTER, _P.FILTER),
-            _plugin(
-                "NodeResourcesFit",
-                _P.PRE_FILTER,
-                _P.FILTER,
-                _P.PRE_SCORE,
-                _P.SCORE,
-                args=NodeResourcesFitArgs,
-            ),
-            _plugin(
-                "NodeResourcesBalancedAllocation",
-                _P.PRE_SCORE,
-                _P.SCORE,
-                args=NodeResourcesBalancedAllocationArgs,
-            ),
-            _plugin("ImageLocality", _P.SCORE),
-            _plugin(
-                "PodTopologySpread",
-                _P.PRE_FILTER,
-                _P.FILTER,
-                _P.PRE_SCORE,
-                _P.SCORE,
-                args=PodTopologySpreadArgs,
-            ),
-            _plugin(
-                "InterPodAffinity",
-                _P.PRE_FILTER,
-                _P.FILTER,
-                _P.PRE_SCORE,
-                _P.SCORE,
-                args=InterPodAffinityArgs,
-            ),
-            _plugin("DefaultPreemption", _P.POST_FILTER, args=DefaultPreemptionArgs),
-            _plugin("DefaultBinder", _P.BIND),
-            _plugin("TargetLoadPacking", _P.SCORE, args=TargetLoadPackingArgs),
-            _plugin("LoadVariationRiskBalancing", _P.SCORE, args=LoadVariationRiskBalancingArgs),
-            _plugin("LowRiskOverCommitment", _P.PRE_SCORE, _P.SCORE, args=LowRiskOverCommitmentArgs),
-        )
-    }
-)
+CATALOG: Final[Mapping[str, PluginSpec]] = _Catalog()
 
 DEFAULT_MULTI_POINT: Final[tuple[tuple[str, int | None], ...]] = (
     ("SchedulingGates", None),

@@ -9,8 +9,10 @@ bases of its extension points and overrides their methods (the bases' raise).
 
 from __future__ import annotations
 
-from typing import ClassVar, NamedTuple, Protocol, TypeVar
+from typing import Any, ClassVar, NamedTuple, Protocol, TypeVar
 
+from secondary_scheduler.config.base import ConfigModel
+from secondary_scheduler.config.model import ExtensionPoint
 from secondary_scheduler.framework.aliases import BoolArray, IntArray, Slots
 from secondary_scheduler.framework.diagnosis import Diagnosis
 from secondary_scheduler.framework.handle import Handle
@@ -21,11 +23,22 @@ from secondary_scheduler.framework.status import Status
 _Data = TypeVar("_Data")
 
 
+class Note(Protocol):
+    """What a plugin's decision in one cycle was based on, for ``secsched score`` to print."""
+
+    @property
+    def plugin(self) -> str: ...
+
+    def lines(self) -> list[str]: ...
+
+
 class CycleState:
     """Data plugins pass from one extension point to the next within one pod's scheduling cycle."""
 
     def __init__(self) -> None:
         self._data: dict[str, object] = {}
+        self.notes: dict[str, Note] = {}
+        """Plugin -> what its decision was based on (explanations; never read by other plugins)."""
         self.skip_filter_plugins: set[str] = set()
         """Plugins whose PreFilter returned Skip: their Filter is not called."""
         self.skip_score_plugins: set[str] = set()
@@ -33,6 +46,10 @@ class CycleState:
 
     def write(self, key: str, value: object) -> None:
         self._data[key] = value
+
+    def add_note(self, note: Note) -> None:
+        """Explain this cycle's decision of ``note.plugin`` (``secsched score`` prints the lines)."""
+        self.notes[note.plugin] = note
 
     def read(self, key: str, kind: type[_Data]) -> _Data | None:
         """The value under ``key`` if it is a ``kind`` (None when a Pre* step did not run)."""
@@ -60,10 +77,24 @@ class Rejection(NamedTuple):
 
 
 class Plugin:
-    name: ClassVar[str]
+    """A plugin: its ``name`` and ``args_model`` are all the registry and the config loader need.
 
-    def __init__(self, args: object, handle: Handle) -> None:
+    The extension points it runs at follow from the bases it subclasses; the config loader
+    validates its ``pluginConfig`` args with ``args_model`` (defaults live there, and only
+    there) and the framework builds it with that validated model (``args_model()`` when the
+    profile gives none; None when it takes no args).
+    """
+
+    name: ClassVar[str]
+    args_model: ClassVar[type[ConfigModel] | None] = None
+
+    def __init__(self, args: Any, handle: Handle) -> None:
         self.handle = handle
+
+    @classmethod
+    def extension_points(cls) -> frozenset[ExtensionPoint]:
+        """Where this plugin can be enabled, from its bases."""
+        return frozenset(point for base, point in _POINT_OF_BASE.items() if issubclass(cls, base))
 
 
 class QueueSortPlugin(Plugin):
@@ -90,9 +121,18 @@ class FilterPlugin(Plugin):
         raise NotImplementedError
 
 
+class PostFilterResult(NamedTuple):
+    status: Status
+    """Success: room was made (the pod is requeued to take it); else why nothing could be done."""
+    nominated_node: str = ""
+    """Where the pod should go once the room is free (written to ``status.nominatedNodeName``)."""
+
+
 class PostFilterPlugin(Plugin):
-    def post_filter(self, state: CycleState, pod: PodInfo, table: NodeTable, diagnosis: Diagnosis) -> Status:
-        """Called when no node fits; Success would mean it made room (we never preempt)."""
+    def post_filter(
+        self, state: CycleState, pod: PodInfo, table: NodeTable, diagnosis: Diagnosis
+    ) -> PostFilterResult:
+        """Called when no node fits: make the pod fit somewhere (preemption) or say why not."""
         raise NotImplementedError
 
 
@@ -124,7 +164,11 @@ class ReservePlugin(Plugin):
 
 class PermitPlugin(Plugin):
     def permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status, float]:
-        """Allow (Success), deny (Unschedulable) or hold (Wait, with a timeout in seconds)."""
+        """Allow (Success), deny (Unschedulable) or hold (Wait, with a timeout in seconds).
+
+        A held pod waits in ``handle.waiting_pods`` until this plugin allows it (or rejects
+        it, or the timeout passes); it keeps its room on the node meanwhile.
+        """
         raise NotImplementedError
 
 
@@ -144,3 +188,19 @@ class PostBindPlugin(Plugin):
     def post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
         """Informational: the pod is bound."""
         raise NotImplementedError
+
+
+_POINT_OF_BASE: dict[type[Plugin], ExtensionPoint] = {
+    QueueSortPlugin: ExtensionPoint.QUEUE_SORT,
+    PreEnqueuePlugin: ExtensionPoint.PRE_ENQUEUE,
+    PreFilterPlugin: ExtensionPoint.PRE_FILTER,
+    FilterPlugin: ExtensionPoint.FILTER,
+    PostFilterPlugin: ExtensionPoint.POST_FILTER,
+    PreScorePlugin: ExtensionPoint.PRE_SCORE,
+    ScorePlugin: ExtensionPoint.SCORE,
+    ReservePlugin: ExtensionPoint.RESERVE,
+    PermitPlugin: ExtensionPoint.PERMIT,
+    PreBindPlugin: ExtensionPoint.PRE_BIND,
+    BindPlugin: ExtensionPoint.BIND,
+    PostBindPlugin: ExtensionPoint.POST_BIND,
+}

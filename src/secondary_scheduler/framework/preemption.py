@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from secondary_scheduler.config.plugin_args import DefaultPreemptionArgs
 from secondary_scheduler.framework.diagnosis import Diagnosis, fit_error_message
-from secondary_scheduler.framework.interface import CycleState, PostFilterPlugin
+from secondary_scheduler.framework.interface import CycleState, PostFilterPlugin, PostFilterResult
 from secondary_scheduler.framework.nodetable import NodeTable
 from secondary_scheduler.framework.podinfo import PodInfo
 from secondary_scheduler.framework.status import Code, Status
@@ -24,12 +25,17 @@ NOT_HELPFUL = "Preemption is not helpful for scheduling"
 
 class DefaultPreemption(PostFilterPlugin):
     name: ClassVar[str] = "DefaultPreemption"
+    args_model = DefaultPreemptionArgs
 
-    def post_filter(self, state: CycleState, pod: PodInfo, table: NodeTable, diagnosis: Diagnosis) -> Status:
+    def post_filter(
+        self, state: CycleState, pod: PodInfo, table: NodeTable, diagnosis: Diagnosis
+    ) -> PostFilterResult:
         if pod.preemption_policy == "Never":
-            return Status.unschedulable("preemption: not eligible due to preemptionPolicy=Never.")
+            return PostFilterResult(
+                Status.unschedulable("preemption: not eligible due to preemptionPolicy=Never.")
+            )
         nodes = [table.names[slot] for slot in table.active_slots()]
         might_help = sum(diagnosis.status_of(name).code == Code.UNSCHEDULABLE for name in nodes)
         counts = {NO_VICTIMS: might_help, NOT_HELPFUL: len(nodes) - might_help}
         message = fit_error_message(len(nodes), {reason: count for reason, count in counts.items() if count})
-        return Status.unschedulable(f"preemption: {message}")
+        return PostFilterResult(Status.unschedulable(f"preemption: {message}"))

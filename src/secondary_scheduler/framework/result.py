@@ -59,6 +59,8 @@ class ScheduleResult:
     diagnosis: Diagnosis | None = None
     """Why nodes were rejected (also on success, for the nodes that did not fit)."""
     explanation: Explanation | None = None
+    nominated_node: str = ""
+    """Set when PostFilter (preemption) made room: where the pod should go on its next try."""
 
     @property
     def message(self) -> str:

@@ -23,6 +23,7 @@ from typing import TypeVar
 import numpy as np
 
 from secondary_scheduler.framework.aliases import BoolArray, IntArray, Slots
+from secondary_scheduler.framework.args import validated_args
 from secondary_scheduler.framework.diagnosis import Diagnosis
 from secondary_scheduler.framework.handle import Handle
 from secondary_scheduler.framework.interface import (
@@ -111,7 +112,8 @@ class Framework:
         self.percentage_of_nodes_to_score = (
             percentage_of_nodes_to_score if own_percentage is None else own_percentage
         )
-        self.handle = handle
+        self.handle = handle.for_framework(self)
+        """The shared handle as this profile's plugins see it (``handle.framework`` is this)."""
         self._registry = registry
         self._instances: dict[str, Plugin] = {}
         self._rng = rng or random.Random()
@@ -150,7 +152,8 @@ class Framework:
                     raise ValueError(
                         f"profile {self.scheduler_name!r}: unknown plugin {name!r} (known: {known})"
                     )
-                plugin = plugin_class(self.profile.plugin_args.get(name), self.handle)
+                args = validated_args(plugin_class, self.profile.plugin_args.get(name))
+                plugin = plugin_class(args, self.handle)
                 self._instances[name] = plugin
             if not isinstance(plugin, kind):
                 raise ValueError(
@@ -279,11 +282,14 @@ class Framework:
     def _unschedulable(
         self, state: CycleState, pod: PodInfo, table: NodeTable, diagnosis: Diagnosis, evaluated: int
     ) -> ScheduleResult:
-        """Run PostFilter (which only explains: this scheduler does not preempt) and report the FitError."""
+        """Run PostFilter (preemption may nominate a node) and report the FitError."""
         messages: list[str] = []
+        nominated = ""
         for plugin in self.post_filter_plugins:
-            status = plugin.post_filter(state, pod, table, diagnosis)
+            status, nominated_node = plugin.post_filter(state, pod, table, diagnosis)
             if status.is_success:
+                nominated = nominated_node
+                messages = list(status.reasons)
                 break
             if not status.is_rejected:
                 message = f"running PostFilter plugin {plugin.name!r}: {status.message}"
@@ -294,7 +300,10 @@ class Framework:
             messages.extend(status.reasons)
         diagnosis.post_filter_message = ", ".join(messages)
         return ScheduleResult(
-            Status.unschedulable(diagnosis.message()), evaluated_nodes=evaluated, diagnosis=diagnosis
+            Status.unschedulable(diagnosis.message()),
+            evaluated_nodes=evaluated,
+            diagnosis=diagnosis,
+            nominated_node=nominated,
         )
 
     def _select(

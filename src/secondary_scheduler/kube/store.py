@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from .client import JSON
 from .reflector import WatchHandler
 
 
-def object_key(obj: JSON) -> str:
-    meta = obj.get("metadata", {})
+def object_key(obj: Mapping[str, Any]) -> str:
+    """``namespace/name``, or ``name`` for cluster-scoped objects (client-go's MetaNamespaceKey)."""
+    meta = obj.get("metadata") or {}
     namespace = meta.get("namespace")
-    return f"{namespace}/{meta['name']}" if namespace else str(meta["name"])
+    name = str(meta.get("name", ""))
+    return f"{namespace}/{name}" if namespace else name
 
 
 class ObjectStore:

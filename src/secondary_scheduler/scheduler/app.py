@@ -24,10 +24,10 @@ from secondary_scheduler.config import (
     load_config,
     load_config_file,
 )
-from secondary_scheduler.framework.registry import default_registry
 from secondary_scheduler.kube import kubeconfig
 from secondary_scheduler.kube.client import HTTP_LOGGER, ApiClient
 from secondary_scheduler.kube.leaderelection import LeaderElectionConfig, LeaderElector
+from secondary_scheduler.plugins.registry import default_registry
 
 from .metrics import SchedulerMetrics
 from .options import SchedulerFlags

@@ -17,16 +17,16 @@ from typing import Any
 
 from secondary_scheduler.config.model import SchedulerConfiguration
 from secondary_scheduler.framework.handle import Handle
+from secondary_scheduler.framework.informers import Informer
 from secondary_scheduler.framework.interface import CycleState, Plugin
 from secondary_scheduler.framework.nodetable import NodeTable
 from secondary_scheduler.framework.podinfo import PodInfo
 from secondary_scheduler.framework.runtime import Framework
-from secondary_scheduler.framework.status import Code
+from secondary_scheduler.framework.status import SUCCESS, Code
+from secondary_scheduler.framework.waiting import WaitingPod
 from secondary_scheduler.kube.client import ApiClient, ApiError, resource_path
 from secondary_scheduler.kube.reflector import Reflector
 from secondary_scheduler.kube.store import Fanout
-from secondary_scheduler.plugins.trimaran.services import SERVICE as TRIMARAN
-from secondary_scheduler.plugins.trimaran.services import TrimaranServices
 
 from .cache import SchedulerCache
 from .events import EventRecorder, set_unschedulable_condition
@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 
 # kube-scheduler's informer ignores finished pods: they hold no resources.
 ACTIVE_PODS_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
-BoundHook = Callable[[PodInfo, str], None]
+_ACTIONS = {"ADDED": "Add", "MODIFIED": "Update", "DELETED": "Delete"}
 
 
 class Scheduler:
@@ -55,10 +55,14 @@ class Scheduler:
         self.api = api
         self.metrics = metrics or SchedulerMetrics()
         self.events = EventRecorder(events_api)
-        # The Trimaran plugins' shared services (metrics collectors, recently-scheduled cache):
-        # one set for every profile, so a metric source is fetched once however many use it.
-        self.trimaran = TrimaranServices(api=api, registry=self.metrics.registry)
-        self.handle = Handle(binder=self._bind_pod, services={TRIMARAN: self.trimaran})
+        # One handle for every profile: what plugins ask of it (informers, services, pod
+        # hooks) is set up once, however many profiles use it.
+        self.handle = Handle(
+            binder=self._bind_pod,
+            client=api,
+            metrics_registry=self.metrics.registry,
+            event_sink=self.events.record,
+        )
         self.frameworks = {
             profile.scheduler_name: Framework(
                 profile,
@@ -81,14 +85,16 @@ class Scheduler:
             Reflector(
                 api,
                 "/api/v1/pods",
-                Fanout(self.cache.pods, self.trimaran.recently_scheduled),
+                Fanout(self.cache.pods, *self.handle.shared.pod_handlers),
                 params={"fieldSelector": ACTIVE_PODS_SELECTOR},
                 name="pods",
             ),
         ]
-        self.bound_hooks: list[BoundHook] = [
-            lambda pod, node: self.trimaran.recently_scheduled.record(pod, node, time.time())
-        ]
+        for informer in self.handle.informers.all():
+            informer.add_listener(self._requeue_on(informer))
+            self.reflectors.append(
+                Reflector(api, informer.resource.path, informer, name=informer.resource.plural)
+            )
         self._bind_slots = asyncio.Semaphore(bind_concurrency)
         self._tasks: set[asyncio.Task[None]] = set()
         self._background: list[asyncio.Task[None]] = []
@@ -104,7 +110,7 @@ class Scheduler:
         self._background.append(asyncio.create_task(self._report_pending(), name="pending-gauge"))
         self.events.start()
         await asyncio.gather(*(reflector.synced.wait() for reflector in self.reflectors))
-        await self.trimaran.start()  # first metrics fetch, so the first cycle is not blind
+        await self.handle.start_services()  # e.g. a first metrics fetch, so the first cycle is not blind
         log.info(
             "caches synced: %d nodes, %d pods pending",
             self.table.num_nodes,
@@ -128,12 +134,21 @@ class Scheduler:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         await self.events.stop()
-        await self.trimaran.stop()
+        await self.handle.stop_services()
 
     def _spawn(self, coroutine: Coroutine[Any, Any, None], name: str) -> None:
         task = asyncio.create_task(coroutine, name=name)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    def _requeue_on(self, informer: Informer) -> Callable[[str, Any, Any], None]:
+        """A change to an object plugins read may let an unschedulable pod fit: give them another try."""
+        kind = informer.resource.kind
+
+        def requeue(action: str, old: Any, new: Any) -> None:
+            self.queue.move_all_to_active_or_backoff(f"{kind}{_ACTIONS.get(action, action)}")
+
+        return requeue
 
     async def _report_pending(self) -> None:
         while True:
@@ -164,15 +179,22 @@ class Scheduler:
             return
         self.cache.assume(pod, node)
         status = framework.reserve(state, pod, node)
+        waiting: WaitingPod | None = None
         if status.is_success:
             permit = framework.permit(state, pod, node)
-            status = permit.status if permit.status.code != Code.WAIT else status
+            status = permit.status
+            if status.code == Code.WAIT:
+                # Held by a Permit plugin: the pod keeps its room while its binding cycle waits.
+                waiting = self.handle.waiting_pods.add(pod, node, permit.timeouts)
+                status = SUCCESS
         if not status.is_success:
             framework.unreserve(state, pod, node)
             self.cache.forget(pod)
             self._failed(item, profile, status.message, started, unschedulable=status.is_rejected)
             return
-        self._spawn(self._binding_cycle(item, framework, state, node, started), name=f"bind-{pod.key}")
+        self._spawn(
+            self._binding_cycle(item, framework, state, node, started, waiting), name=f"bind-{pod.key}"
+        )
 
     def _failed(
         self, item: QueuedPod[PodInfo], profile: str, message: str, started: float, unschedulable: bool
@@ -187,10 +209,26 @@ class Scheduler:
         self._spawn(set_unschedulable_condition(self.api, pod, message), name=f"condition-{pod.key}")
 
     async def _binding_cycle(
-        self, item: QueuedPod[PodInfo], framework: Framework, state: CycleState, node: str, started: float
+        self,
+        item: QueuedPod[PodInfo],
+        framework: Framework,
+        state: CycleState,
+        node: str,
+        started: float,
+        waiting: WaitingPod | None,
     ) -> None:
         pod = item.pod
         profile = framework.scheduler_name
+        if waiting is not None:
+            try:
+                allowed = await waiting.wait()
+            finally:
+                self.handle.waiting_pods.remove(pod.uid)
+            if not allowed.is_success:
+                framework.unreserve(state, pod, node)
+                self.cache.forget(pod)
+                self._failed(item, profile, allowed.message, started, unschedulable=allowed.is_rejected)
+                return
         async with self._bind_slots:
             status = await framework.bind_cycle(state, pod, node)
         if not status.is_success:
@@ -208,8 +246,7 @@ class Scheduler:
             time.monotonic() - item.initial_timestamp
         )
         self.events.scheduled(pod, profile, node)
-        for hook in self.bound_hooks:
-            hook(pod, node)
+        self.handle.pod_bound(pod, node)
         log.debug("bound %s to %s in %.1f ms", pod.key, node, elapsed * 1000)
 
     async def _bind_pod(self, pod: PodInfo, node: str) -> None:

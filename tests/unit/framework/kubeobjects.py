@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from secondary_scheduler.framework import Framework, Handle, NodeTable, PodInfo, ProfileSpec
-from secondary_scheduler.framework.registry import in_tree_registry
+from secondary_scheduler.plugins.registry import in_tree_registry
 
 Json = dict[str, Any]
 

@@ -16,7 +16,8 @@ class Collector:
 
 def test_services_are_found_by_name_and_type() -> None:
     collector = Collector()
-    handle = Handle(services={"load-watcher": collector})
+    handle = Handle()
+    handle.register_service("load-watcher", collector)
     assert handle.service("load-watcher", Collector) is collector
     with pytest.raises(LookupError, match="no Collector registered as service 'missing'"):
         handle.service("missing", Collector)

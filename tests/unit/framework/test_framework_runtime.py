@@ -32,9 +32,9 @@ from secondary_scheduler.framework.interface import (
     ReservePlugin,
     ScorePlugin,
 )
-from secondary_scheduler.framework.registry import build_registry, in_tree_registry
 from secondary_scheduler.framework.runtime import num_feasible_nodes_to_find
 from secondary_scheduler.framework.status import SKIP, SUCCESS
+from secondary_scheduler.plugins.registry import PluginLoadError, in_tree_registry, merge
 
 recorded: list[str] = []
 
@@ -106,7 +106,7 @@ class Binder(PreBindPlugin, BindPlugin, PostBindPlugin):
 
 
 def framework(plugins: dict[str, list[tuple[str, int]]], **fields: object) -> Framework:
-    registry = build_registry({plugin.name: plugin for plugin in (Recorder, Flat, Binder)})
+    registry = merge(in_tree_registry(), (Recorder, Flat, Binder), "test")
     return Framework(ProfileSpec("test", plugins, **fields), registry, Handle(), rng=random.Random(7))
 
 
@@ -132,7 +132,7 @@ async def test_extension_points_run_in_kube_scheduler_order() -> None:
         "bind": [("Binder", 0), ("DefaultBinder", 0)],
         "postBind": [("Binder", 0)],
     }
-    registry = build_registry({"Recorder": Recorder, "Binder": Binder})
+    registry = merge(in_tree_registry(), (Recorder, Binder), "test")
     fw = Framework(ProfileSpec("test", plugins), registry, Handle(binder=binder))
     pod = pod_info("p")
     state = CycleState()
@@ -266,7 +266,7 @@ def test_a_pre_filter_rejection_replaces_the_node_counts() -> None:
         "filter": [("NodeResourcesFit", 0)],
         "postFilter": [("DefaultPreemption", 0)],
     }
-    fw = Framework(ProfileSpec("test", plugins), build_registry({"Refuse": Refuse}), Handle())
+    fw = Framework(ProfileSpec("test", plugins), merge(in_tree_registry(), (Refuse,), "test"), Handle())
     result = fw.schedule(pod_info("p"), numbered_nodes(2))
     assert result.message == (
         "0/2 nodes are available: pod is not ready. "
@@ -339,8 +339,11 @@ def test_a_plugin_at_several_points_is_built_once() -> None:
 
 
 def test_registering_a_name_twice_fails() -> None:
-    with pytest.raises(ValueError, match="registered twice"):
-        build_registry({"NodeName": Flat})
+    class Impostor(Flat):
+        name: ClassVar[str] = "NodeName"
+
+    with pytest.raises(PluginLoadError, match="plugin name 'NodeName' is taken by"):
+        merge(in_tree_registry(), (Impostor,), "test")
 
 
 async def test_binder_failures_become_error_statuses() -> None:
@@ -383,7 +386,7 @@ class Deny(ReservePlugin, PermitPlugin):
 def test_reserve_and_permit_rejections_name_their_plugin() -> None:
     plugins = {"reserve": [("Recorder", 0), ("Deny", 0)], "permit": [("Deny", 0), ("Recorder", 0)]}
     fw = Framework(
-        ProfileSpec("test", plugins), build_registry({"Recorder": Recorder, "Deny": Deny}), Handle()
+        ProfileSpec("test", plugins), merge(in_tree_registry(), (Recorder, Deny), "test"), Handle()
     )
     pod = pod_info("p")
     status = fw.reserve(CycleState(), pod, "a")

@@ -13,7 +13,7 @@ from prometheus_client import CollectorRegistry
 from secondary_scheduler.config import load_config
 from secondary_scheduler.config.trimaran_args import TargetLoadPackingArgs
 from secondary_scheduler.framework import Framework, Handle
-from secondary_scheduler.framework.registry import default_registry
+from secondary_scheduler.plugins.registry import default_registry
 from secondary_scheduler.plugins.trimaran.collector import MetricsCollector
 from secondary_scheduler.plugins.trimaran.pluginbase import TrimaranPlugin
 from secondary_scheduler.plugins.trimaran.providers import FetchError
@@ -63,7 +63,8 @@ async def test_one_collector_per_source_across_plugins_and_profiles(serve: Serve
     shared, other = await serve(app), await serve(app)
     loaded = load_config(config((shared, shared + "/", other))).config
     services = TrimaranServices(interval=3600)
-    handle = Handle(services={SERVICE: services})
+    handle = Handle()
+    handle.register_service(SERVICE, services)
     frameworks = [Framework(profile, default_registry(), handle) for profile in loaded.profiles]
     plugins = {p.name: p for f in frameworks for p in f.score_plugins if isinstance(p, TrimaranPlugin)}
     assert len(services.collectors) == 2

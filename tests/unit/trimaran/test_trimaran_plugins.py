@@ -17,16 +17,19 @@ from secondary_scheduler.config.trimaran_args import (
     TargetLoadPackingArgs,
 )
 from secondary_scheduler.framework import CycleState, Handle, NodeTable, PodInfo
+from secondary_scheduler.framework.args import validated_args
 from secondary_scheduler.framework.interface import PreScorePlugin, ScorePlugin
+from secondary_scheduler.plugins.registry import in_tree_registry
 from secondary_scheduler.plugins.trimaran.loadvariationriskbalancing import scoring as lvrb
 from secondary_scheduler.plugins.trimaran.lowriskovercommitment import scoring as lroc
 from secondary_scheduler.plugins.trimaran.notes import MetricsNote, read_note
 from secondary_scheduler.plugins.trimaran.providers.static import StaticProvider
-from secondary_scheduler.plugins.trimaran.registry import TRIMARAN_PLUGINS
 from secondary_scheduler.plugins.trimaran.resourcestats import pod_requests
 from secondary_scheduler.plugins.trimaran.services import SERVICE, TrimaranServices
 from secondary_scheduler.plugins.trimaran.targetloadpacking import scoring as tlp
 from secondary_scheduler.plugins.trimaran.watchermetrics import WatcherMetrics
+
+TRIMARAN = ("TargetLoadPacking", "LoadVariationRiskBalancing", "LowRiskOverCommitment")
 
 NOW = 1_700_000_000
 PROMETHEUS = {"metricProvider": {"type": "Prometheus", "address": "http://prom:9090"}}
@@ -46,10 +49,12 @@ class Cluster:
             clock=lambda: self.now,
             provider_factory=lambda _: StaticProvider(snapshot),
         )
-        self.handle = Handle(services={SERVICE: self.services})
+        self.handle = Handle()
+        self.handle.register_service(SERVICE, self.services)
 
     def plugin(self, name: str, args: Mapping[str, Any] | None = None) -> ScorePlugin:
-        plugin = TRIMARAN_PLUGINS[name](dict(args or {}), self.handle)
+        plugin_class = in_tree_registry()[name]
+        plugin = plugin_class(validated_args(plugin_class, dict(args or {})), self.handle)
         assert isinstance(plugin, ScorePlugin)
         return plugin
 
@@ -153,7 +158,7 @@ async def test_wrappers_give_the_scoring_functions_integers(
     nodes, pods, snapshot = random_cluster(7, make_snapshot, without_metrics=1 if parity else 0)
     cluster = cluster_factory(snapshot)
     args = {"parityMode": parity, **PROMETHEUS}
-    plugins = {name: cluster.plugin(name, args) for name in TRIMARAN_PLUGINS}
+    plugins = {name: cluster.plugin(name, args) for name in TRIMARAN}
     await cluster.services.start()
     table = NodeTable.from_objects(nodes, pods)
     slots = [table.slot_of(node["metadata"]["name"]) for node in nodes]

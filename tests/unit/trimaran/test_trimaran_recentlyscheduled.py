@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from secondary_scheduler.framework import CycleState, Handle, NodeTable, PodInfo
+from secondary_scheduler.framework.args import validated_args
 from secondary_scheduler.plugins.trimaran.notes import read_note
 from secondary_scheduler.plugins.trimaran.providers.static import StaticProvider
 from secondary_scheduler.plugins.trimaran.recentlyscheduled import RecentlyScheduled
@@ -104,9 +105,10 @@ def _tlp(
     snapshot: WatcherMetrics, clock: Clock, parity: bool = False
 ) -> tuple[TargetLoadPacking, TrimaranServices]:
     services = TrimaranServices(clock=clock, provider_factory=lambda _: StaticProvider(snapshot))
-    plugin = TargetLoadPacking(
-        {"watcherAddress": "http://w", "parityMode": parity}, Handle(services={SERVICE: services})
-    )
+    handle = Handle()
+    handle.register_service(SERVICE, services)
+    args = validated_args(TargetLoadPacking, {"watcherAddress": "http://w", "parityMode": parity})
+    plugin = TargetLoadPacking(args, handle)
     return plugin, services
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from secondary_scheduler.config.plugin_args import InterPodAffinityArgs
 from secondary_scheduler.framework.aliases import IntArray, Slots
 from secondary_scheduler.framework.args import args_mapping
 from secondary_scheduler.framework.handle import Handle
@@ -32,6 +33,7 @@ _PRE_SCORE_KEY = "PreScoreInterPodAffinity"
 
 class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
     name: ClassVar[str] = "InterPodAffinity"
+    args_model = InterPodAffinityArgs
 
     def __init__(self, args: object, handle: Handle) -> None:
         super().__init__(args, handle)

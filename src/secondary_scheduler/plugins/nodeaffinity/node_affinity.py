@@ -12,6 +12,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from secondary_scheduler.config.plugin_args import NodeAffinityArgs
 from secondary_scheduler.framework.aliases import IntArray, Slots
 from secondary_scheduler.framework.args import args_mapping
 from secondary_scheduler.framework.handle import Handle
@@ -35,6 +36,7 @@ REASON_ENFORCED = "node(s) didn't match scheduler-enforced node affinity"
 
 class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
     name: ClassVar[str] = "NodeAffinity"
+    args_model = NodeAffinityArgs
 
     def __init__(self, args: object, handle: Handle) -> None:
         super().__init__(args, handle)

@@ -13,6 +13,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from secondary_scheduler.config.plugin_args import NodeResourcesBalancedAllocationArgs
 from secondary_scheduler.framework.aliases import BoolArray, FloatArray, IntArray, Slots
 from secondary_scheduler.framework.args import args_mapping
 from secondary_scheduler.framework.handle import Handle
@@ -57,6 +58,7 @@ def _standard_deviation(fractions: FloatArray, counted: BoolArray) -> FloatArray
 
 class BalancedAllocation(PreScorePlugin, ScorePlugin):
     name: ClassVar[str] = "NodeResourcesBalancedAllocation"
+    args_model = NodeResourcesBalancedAllocationArgs
 
     def __init__(self, args: object, handle: Handle) -> None:
         super().__init__(args, handle)

@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from secondary_scheduler.config.plugin_args import NodeResourcesFitArgs
 from secondary_scheduler.framework.aliases import IntArray, Slots
 from secondary_scheduler.framework.args import args_mapping
 from secondary_scheduler.framework.handle import Handle
@@ -99,6 +100,7 @@ def _scorer(strategy: Mapping[str, Any]) -> Scorer:
 
 class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
     name: ClassVar[str] = "NodeResourcesFit"
+    args_model = NodeResourcesFitArgs
 
     def __init__(self, args: object, handle: Handle) -> None:
         super().__init__(args, handle)

@@ -13,6 +13,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from secondary_scheduler.config.plugin_args import PodTopologySpreadArgs
 from secondary_scheduler.framework.aliases import IntArray, Slots
 from secondary_scheduler.framework.interface import (
     CycleState,
@@ -43,6 +44,7 @@ def _matching(state: CycleState, pod: PodInfo, table: NodeTable) -> MatchingPods
 
 class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
     name: ClassVar[str] = "PodTopologySpread"
+    args_model = PodTopologySpreadArgs
 
     def pre_filter(self, state: CycleState, pod: PodInfo, table: NodeTable) -> Status:
         if not any(item.when_unsatisfiable == DO_NOT_SCHEDULE for item in pod.spread_constraints):

@@ -3,13 +3,9 @@
 from __future__ import annotations
 
 import logging
-from typing import TypeVar
 
-from secondary_scheduler.config.base import ArgsContext
-from secondary_scheduler.config.errors import format_path
 from secondary_scheduler.config.trimaran_args import TrimaranArgs
 from secondary_scheduler.framework.aliases import Slots
-from secondary_scheduler.framework.args import args_mapping
 from secondary_scheduler.framework.handle import Handle
 from secondary_scheduler.framework.interface import CycleState, Plugin
 from secondary_scheduler.framework.nodetable import NodeTable
@@ -18,19 +14,6 @@ from secondary_scheduler.plugins.trimaran.notes import MetricsNote, note_key
 from secondary_scheduler.plugins.trimaran.services import TrimaranServices
 
 log = logging.getLogger(__name__)
-
-ArgsT = TypeVar("ArgsT", bound=TrimaranArgs)
-
-
-def validated_args(model: type[ArgsT], args: object, plugin: str) -> ArgsT:
-    """The plugin's args as ``model``: the config loader's instance as is, else validated (None: defaults)."""
-    if isinstance(args, model):
-        return args
-    context = ArgsContext()
-    validated = model.model_validate(dict(args_mapping(args)), context=context)
-    for path, message in context.warnings:
-        log.warning("%s args: %s: %s", plugin, format_path(path), message)
-    return validated
 
 
 class TrimaranPlugin(Plugin):
@@ -49,5 +32,6 @@ class TrimaranPlugin(Plugin):
     def remember(self, state: CycleState, note: MetricsNote) -> None:
         """Keep the cycle's note for explanations, and count scores made from requests."""
         state.write(note_key(self.name), note)
+        state.add_note(note)
         if note.estimated:
             self.services.telemetry.estimated_scores.labels(self.name, note.source).inc(note.estimated_nodes)

@@ -1,10 +1,11 @@
 """What the Trimaran plugins share across profiles, registered once in the framework Handle.
 
-The runtime creates it (with its API client and Prometheus registry), puts it in
-``handle.services[SERVICE]`` before building the profiles' frameworks, then awaits
-``start()``; it calls ``recently_scheduled.record`` after each successful bind, feeds pod
-watch events to ``recently_scheduled`` (``replace``/``event``), and awaits ``stop()`` on
-shutdown. Plugins find it with ``TrimaranServices.of(handle)``.
+The first Trimaran plugin built creates it from the handle (``TrimaranServices.of``): with
+the scheduler's API client and metrics registry in a live cluster, or, under ``secsched
+score``, with a static provider serving the snapshot's metrics and the clock stopped at
+the snapshot's ``now``. It registers itself as a handle service (the runtime starts it
+after the informers synced and stops it on shutdown), follows the pod watch and hears
+every binding, so the scheduling loop knows nothing about Trimaran.
 """
 
 from __future__ import annotations
@@ -19,8 +20,10 @@ from secondary_scheduler.framework.handle import Handle
 from secondary_scheduler.kube.client import ApiClient
 from secondary_scheduler.plugins.trimaran.collector import REFRESH_INTERVAL_SECONDS
 from secondary_scheduler.plugins.trimaran.collectors import MetricsCollectors, ProviderFactory
+from secondary_scheduler.plugins.trimaran.providers.static import StaticProvider
 from secondary_scheduler.plugins.trimaran.recentlyscheduled import RecentlyScheduled
 from secondary_scheduler.plugins.trimaran.telemetry import TrimaranMetrics
+from secondary_scheduler.plugins.trimaran.watchermetrics import WatcherMetrics
 
 log = logging.getLogger(__name__)
 
@@ -44,20 +47,38 @@ class TrimaranServices:
             self.telemetry, api=api, clock=clock, interval=interval, provider_factory=provider_factory
         )
         self.recently_scheduled = RecentlyScheduled(self.telemetry, clock=clock)
+        self.fetch_on_start = True
+        """False for a snapshot without metrics: there is nothing to fetch, as before a first fetch."""
 
     @classmethod
     def of(cls, handle: Handle) -> TrimaranServices:
-        """The handle's services, registering default ones (no API client, own registry) if it has none."""
-        if SERVICE not in handle.services:
-            log.info(
-                "no Trimaran services in the framework handle: using defaults (no Kubernetes API client)"
+        """The handle's Trimaran services, created and wired into it on first use."""
+        existing = handle.services.get(SERVICE)
+        if existing is not None:
+            return handle.service(SERVICE, cls)
+        snapshot = handle.snapshot
+        if snapshot is None:
+            services = cls(api=handle.client, registry=handle.metrics_registry, clock=handle.wall_clock)
+        else:
+            metrics = snapshot.data.get("metrics")
+            static = StaticProvider(metrics if isinstance(metrics, WatcherMetrics) else None)
+            services = cls(
+                registry=handle.metrics_registry,
+                clock=lambda: snapshot.now,
+                provider_factory=lambda source: static,
             )
-            handle.services[SERVICE] = cls()
-        return handle.service(SERVICE, cls)
+            services.fetch_on_start = static.metrics is not None
+            for pod, node, timestamp in snapshot.data.get("recentlyScheduled") or ():
+                services.recently_scheduled.record(pod, node, timestamp)
+        handle.register_service(SERVICE, services)
+        handle.watch_pods(services.recently_scheduled)
+        handle.on_pod_bound(lambda pod, node: services.recently_scheduled.record(pod, node))
+        return services
 
     async def start(self) -> None:
         """Start the collectors the plugins asked for; returns after each one's first fetch."""
-        await self.collectors.start()
+        if self.fetch_on_start:
+            await self.collectors.start()
 
     async def stop(self) -> None:
         await self.collectors.stop()

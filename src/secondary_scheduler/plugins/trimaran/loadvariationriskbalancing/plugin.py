@@ -12,16 +12,17 @@ from secondary_scheduler.framework.nodetable import NodeTable
 from secondary_scheduler.framework.podinfo import PodInfo
 from secondary_scheduler.framework.resources import CPU_COLUMN, MEMORY_COLUMN
 from secondary_scheduler.plugins.trimaran.loadvariationriskbalancing.scoring import NodeArrays, score_nodes
-from secondary_scheduler.plugins.trimaran.pluginbase import TrimaranPlugin, validated_args
+from secondary_scheduler.plugins.trimaran.pluginbase import TrimaranPlugin
 from secondary_scheduler.plugins.trimaran.resourcestats import pod_requests
 
 
 class LoadVariationRiskBalancing(TrimaranPlugin, ScorePlugin):
     name: ClassVar[str] = "LoadVariationRiskBalancing"
+    args_model = LoadVariationRiskBalancingArgs
 
-    def __init__(self, args: object, handle: Handle) -> None:
-        self.args = validated_args(LoadVariationRiskBalancingArgs, args, self.name)
-        super().__init__(self.args, handle)
+    def __init__(self, args: LoadVariationRiskBalancingArgs, handle: Handle) -> None:
+        super().__init__(args, handle)
+        self.args = args
 
     def score(self, state: CycleState, pod: PodInfo, table: NodeTable, nodes: Slots) -> IntArray:
         usage = self.usage(table, nodes)

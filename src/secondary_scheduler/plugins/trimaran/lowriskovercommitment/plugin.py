@@ -28,17 +28,18 @@ from secondary_scheduler.plugins.trimaran.lowriskovercommitment.scoring import (
     prescore,
     score_nodes,
 )
-from secondary_scheduler.plugins.trimaran.pluginbase import TrimaranPlugin, validated_args
+from secondary_scheduler.plugins.trimaran.pluginbase import TrimaranPlugin
 
 _STATE_KEY = "LowRiskOverCommitment/pod"
 
 
 class LowRiskOverCommitment(TrimaranPlugin, PreScorePlugin, ScorePlugin):
     name: ClassVar[str] = "LowRiskOverCommitment"
+    args_model = LowRiskOverCommitmentArgs
 
-    def __init__(self, args: object, handle: Handle) -> None:
-        self.args = validated_args(LowRiskOverCommitmentArgs, args, self.name)
-        super().__init__(self.args, handle)
+    def __init__(self, args: LowRiskOverCommitmentArgs, handle: Handle) -> None:
+        super().__init__(args, handle)
+        self.args = args
         self._totals = NodeTotals()
 
     def pre_score(self, state: CycleState, pod: PodInfo, table: NodeTable, nodes: Slots) -> Status:

@@ -12,7 +12,7 @@ from secondary_scheduler.framework.handle import Handle
 from secondary_scheduler.framework.interface import CycleState, ScorePlugin
 from secondary_scheduler.framework.nodetable import NodeTable
 from secondary_scheduler.framework.podinfo import PodInfo
-from secondary_scheduler.plugins.trimaran.pluginbase import TrimaranPlugin, validated_args
+from secondary_scheduler.plugins.trimaran.pluginbase import TrimaranPlugin
 from secondary_scheduler.plugins.trimaran.resourcestats import KubeObject, resources_of
 from secondary_scheduler.plugins.trimaran.targetloadpacking.scoring import (
     NodeArrays,
@@ -24,10 +24,11 @@ from secondary_scheduler.plugins.trimaran.targetloadpacking.scoring import (
 
 class TargetLoadPacking(TrimaranPlugin, ScorePlugin):
     name: ClassVar[str] = "TargetLoadPacking"
+    args_model = TargetLoadPackingArgs
 
-    def __init__(self, args: object, handle: Handle) -> None:
-        self.args = validated_args(TargetLoadPackingArgs, args, self.name)
-        super().__init__(self.args, handle)
+    def __init__(self, args: TargetLoadPackingArgs, handle: Handle) -> None:
+        super().__init__(args, handle)
+        self.args = args
         self._capacity = CapacityColumn()
 
     def score(self, state: CycleState, pod: PodInfo, table: NodeTable, nodes: Slots) -> IntArray:

@@ -1,0 +1,85 @@
+"""Pods that a Permit plugin holds before binding, as kube-scheduler's waitingPodsMap.
+
+A Permit plugin that answers Wait (with a timeout) parks the pod here. The pod stays
+assumed on its node (its room is taken) while its binding cycle awaits ``WaitingPod.wait``.
+The binding goes on only once every plugin that said Wait has allowed it; one rejection,
+or one plugin's timeout, ends the wait with Unschedulable, and the runtime then unreserves
+the pod and puts it back in the queue. Plugins (a gang's Permit, say) find waiting pods by
+UID or iterate them to allow or reject whole groups.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING
+
+from secondary_scheduler.framework.status import SUCCESS, Status
+
+if TYPE_CHECKING:
+    from secondary_scheduler.framework.podinfo import PodInfo
+
+
+class WaitingPod:
+    def __init__(self, pod: PodInfo, node_name: str, timeouts: Mapping[str, float]) -> None:
+        """``timeouts``: plugin -> seconds it may hold the pod. Needs a running event loop."""
+        loop = asyncio.get_running_loop()
+        self.pod = pod
+        self.node_name = node_name
+        self._result: asyncio.Future[Status] = loop.create_future()
+        self._pending: dict[str, asyncio.TimerHandle] = {
+            plugin: loop.call_later(seconds, self._timed_out, plugin, seconds)
+            for plugin, seconds in timeouts.items()
+        }
+
+    @property
+    def pending_plugins(self) -> list[str]:
+        """The plugins that have not allowed the pod yet."""
+        return list(self._pending)
+
+    def allow(self, plugin: str) -> None:
+        """``plugin`` lets the pod go; it binds once no plugin is pending."""
+        timer = self._pending.pop(plugin, None)
+        if timer is not None:
+            timer.cancel()
+        if not self._pending and not self._result.done():
+            self._result.set_result(SUCCESS)
+
+    def reject(self, plugin: str, message: str) -> None:
+        """End the wait: the pod is unreserved and requeued with ``message`` as its reason."""
+        for timer in self._pending.values():
+            timer.cancel()
+        self._pending.clear()
+        if not self._result.done():
+            self._result.set_result(Status.unschedulable(message).with_plugin(plugin))
+
+    async def wait(self) -> Status:
+        """Success once every plugin allowed; Unschedulable when one rejected or timed out."""
+        return await asyncio.shield(self._result)
+
+    def _timed_out(self, plugin: str, seconds: float) -> None:
+        self.reject(plugin, f"rejected due to timeout after waiting {seconds:g}s at plugin {plugin}")
+
+
+class WaitingPods:
+    """UID -> WaitingPod, for the runtime and for plugins through ``handle.waiting_pods``."""
+
+    def __init__(self) -> None:
+        self._pods: dict[str, WaitingPod] = {}
+
+    def add(self, pod: PodInfo, node_name: str, timeouts: Mapping[str, float]) -> WaitingPod:
+        waiting = WaitingPod(pod, node_name, timeouts)
+        self._pods[pod.uid] = waiting
+        return waiting
+
+    def remove(self, uid: str) -> None:
+        self._pods.pop(uid, None)
+
+    def get(self, uid: str) -> WaitingPod | None:
+        return self._pods.get(uid)
+
+    def __iter__(self) -> Iterator[WaitingPod]:
+        return iter(list(self._pods.values()))
+
+    def __len__(self) -> int:
+        return len(self._pods)

@@ -1,0 +1,160 @@
+"""Plugin name -> plugin class: what a profile's plugin names resolve to.
+
+Three sources, merged into one registry: the plugins this package ships (``IN_TREE``),
+plugins installed as Python packages that declare an entry point in the group
+``secondary_scheduler.plugins``, and plugins named on the command line (``--plugin
+module:Class``). A plugin class is the single statement of a plugin: its ``name``, its
+``args_model`` and (from its bases) its extension points; the config loader's catalog is
+computed from this registry, so an installed plugin's args are validated like ours.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+from collections.abc import Iterable, Mapping
+from importlib.metadata import EntryPoint, entry_points
+
+from secondary_scheduler.config.base import ConfigModel
+from secondary_scheduler.framework.interface import Plugin
+from secondary_scheduler.framework.preemption import DefaultPreemption
+from secondary_scheduler.plugins.defaultbinder import DefaultBinder
+from secondary_scheduler.plugins.imagelocality import ImageLocality
+from secondary_scheduler.plugins.interpodaffinity import InterPodAffinity
+from secondary_scheduler.plugins.nodeaffinity import NodeAffinity
+from secondary_scheduler.plugins.nodename import NodeName
+from secondary_scheduler.plugins.nodeports import NodePorts
+from secondary_scheduler.plugins.noderesources import BalancedAllocation, Fit
+from secondary_scheduler.plugins.nodeunschedulable import NodeUnschedulable
+from secondary_scheduler.plugins.podtopologyspread import PodTopologySpread
+from secondary_scheduler.plugins.prioritysort import PrioritySort
+from secondary_scheduler.plugins.schedulinggates import SchedulingGates
+from secondary_scheduler.plugins.tainttoleration import TaintToleration
+from secondary_scheduler.plugins.trimaran.loadvariationriskbalancing.plugin import LoadVariationRiskBalancing
+from secondary_scheduler.plugins.trimaran.lowriskovercommitment.plugin import LowRiskOverCommitment
+from secondary_scheduler.plugins.trimaran.targetloadpacking.plugin import TargetLoadPacking
+
+Registry = dict[str, type[Plugin]]
+
+ENTRY_POINT_GROUP = "secondary_scheduler.plugins"
+
+IN_TREE: tuple[type[Plugin], ...] = (
+    PrioritySort,
+    SchedulingGates,
+    NodeUnschedulable,
+    NodeName,
+    TaintToleration,
+    NodeAffinity,
+    NodePorts,
+    Fit,
+    BalancedAllocation,
+    ImageLocality,
+    PodTopologySpread,
+    InterPodAffinity,
+    DefaultPreemption,
+    DefaultBinder,
+    TargetLoadPacking,
+    LoadVariationRiskBalancing,
+    LowRiskOverCommitment,
+)
+"""kube-scheduler's plugins we implement, and scheduler-plugins' we ship (Trimaran)."""
+
+_plugin_paths: list[str] = []
+
+
+class PluginLoadError(Exception):
+    """A plugin that cannot be used: the message names where it came from and the fix."""
+
+
+def in_tree_registry() -> Registry:
+    return {plugin.name: plugin for plugin in IN_TREE}
+
+
+def check_plugin(candidate: object, origin: str) -> type[Plugin]:
+    """``candidate`` as a plugin class, or PluginLoadError saying what is wrong with it and where."""
+    if not (isinstance(candidate, type) and issubclass(candidate, Plugin)):
+        raise PluginLoadError(
+            f"{origin}: {candidate!r} is not a plugin class: subclass the extension-point bases "
+            "of secondary_scheduler.pluginapi (e.g. ScorePlugin)"
+        )
+    name = getattr(candidate, "name", None)
+    if not isinstance(name, str) or not name:
+        raise PluginLoadError(f"{origin}: {candidate.__name__} has no name: set the class attribute `name`")
+    if not candidate.extension_points():
+        raise PluginLoadError(
+            f"{origin}: {name} implements no extension point: subclass at least one of "
+            "pluginapi's *Plugin bases (FilterPlugin, ScorePlugin, ...)"
+        )
+    model = candidate.args_model
+    if model is not None and not (isinstance(model, type) and issubclass(model, ConfigModel)):
+        raise PluginLoadError(
+            f"{origin}: {name}.args_model must be a pydantic model class "
+            f"(subclass pluginapi.PluginArgs), not {model!r}"
+        )
+    return candidate
+
+
+def load_plugin_path(path: str) -> type[Plugin]:
+    """The plugin class named ``module:Class`` (the ``--plugin`` flag)."""
+    module_name, _, attribute = path.partition(":")
+    if not module_name or not attribute:
+        raise PluginLoadError(f"--plugin={path}: expected module:Class, e.g. mycompany.plugins:GpuScore")
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as error:
+        raise PluginLoadError(f"--plugin={path}: cannot import {module_name}: {error}") from error
+    try:
+        candidate = getattr(module, attribute)
+    except AttributeError as error:
+        raise PluginLoadError(f"--plugin={path}: module {module_name} has no {attribute}") from error
+    return check_plugin(candidate, f"--plugin={path}")
+
+
+def _load_entry_point(entry: EntryPoint) -> type[Plugin]:
+    package = entry.dist.name if entry.dist is not None else "an unknown package"
+    origin = f"plugin {entry.name!r} of package {package} (entry point {entry.value})"
+    try:
+        candidate = entry.load()
+    except Exception as error:
+        raise PluginLoadError(
+            f"{origin}: cannot import it: {error}; reinstall the package or uninstall it "
+            f"(pip uninstall {package})"
+        ) from error
+    plugin = check_plugin(candidate, origin)
+    if plugin.name != entry.name:
+        raise PluginLoadError(
+            f"{origin}: the entry point is named {entry.name!r} but the class says {plugin.name!r}: "
+            "make them the same"
+        )
+    return plugin
+
+
+def merge(registry: Registry, plugins: Iterable[type[Plugin]], origin: str) -> Registry:
+    """Add ``plugins``; a name that is already taken is an error naming both."""
+    for plugin in plugins:
+        taken = registry.get(plugin.name)
+        if taken is not None and taken is not plugin:
+            raise PluginLoadError(
+                f"{origin}: plugin name {plugin.name!r} is taken by {taken.__module__}.{taken.__qualname__}: "
+                "rename one of them"
+            )
+        registry[plugin.name] = plugin
+    return registry
+
+
+def use_plugin_paths(paths: Iterable[str]) -> None:
+    """Plugins named on the command line join the default registry (call before loading the config)."""
+    _plugin_paths[:] = list(paths)
+    default_registry.cache_clear()
+
+
+@functools.cache
+def default_registry() -> Mapping[str, type[Plugin]]:
+    """Every plugin this process can run: in-tree, installed entry points, then ``--plugin`` ones."""
+    registry = in_tree_registry()
+    for entry in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda entry: entry.name):
+        plugin = _load_entry_point(entry)
+        merge(registry, [plugin], f"plugin {entry.name!r} (entry point {entry.value})")
+    for path in _plugin_paths:
+        merge(registry, [load_plugin_path(path)], f"--plugin={path}")
+    return registry
