@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from secondary_scheduler.cli.plugin_option import plugin_option
 from secondary_scheduler.config import ConfigError, Problem, dump_config_yaml, load_config, load_config_file
 
 
@@ -15,6 +16,7 @@ def config() -> None:
 
 
 @config.command("validate")
+@plugin_option
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
 def validate(file: str) -> None:
     """Validate FILE, a KubeSchedulerConfiguration, and print what the scheduler would run.

@@ -7,6 +7,7 @@ import sys
 
 import click
 
+from secondary_scheduler.cli.plugin_option import plugin_option
 from secondary_scheduler.scheduler.app import StartupError, configure_logging, run
 from secondary_scheduler.scheduler.options import LeaderElectionFlags, SchedulerFlags, parse_go_duration
 
@@ -33,6 +34,7 @@ def _bool_flag(_: click.Context, param: click.Parameter, value: str | None) -> b
 
 
 @click.command(context_settings={"max_content_width": 110})
+@plugin_option
 @click.option("--config", type=click.Path(dir_okay=False), help="Path to a KubeSchedulerConfiguration file.")
 @click.option(
     "--kubeconfig",

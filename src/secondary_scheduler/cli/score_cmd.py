@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from secondary_scheduler.cli.plugin_option import plugin_option
 from secondary_scheduler.cli.score_inputs import InputError, load_pod, load_snapshot
 from secondary_scheduler.cli.score_run import CycleError, NodeReport, ScoreReport, explain
 from secondary_scheduler.config import ConfigError, load_config_file
@@ -21,6 +22,7 @@ _TRIMARAN_LOGGER = "secondary_scheduler.plugins.trimaran"
 
 
 @click.command("score")
+@plugin_option
 @click.option(
     "--config",
     "config_path",
