@@ -21,6 +21,8 @@ class PluginSpec:
     name: str
     extension_points: frozenset[ExtensionPoint]
     args_model: type[ConfigModel] | None = None
+    enabled_warning: str | None = None
+    """A limitation to report when a profile enables the plugin by name."""
 
 
 class _Catalog(Mapping[str, PluginSpec]):
@@ -37,7 +39,7 @@ class _Catalog(Mapping[str, PluginSpec]):
         registry = default_registry()
         if registry is not self._source:
             self._cached = {
-                name: PluginSpec(name, plugin.extension_points(), plugin.args_model)
+                name: PluginSpec(name, plugin.extension_points(), plugin.args_model, plugin.enabled_warning)
                 for name, plugin in registry.items()
             }
             self._source = registry
@@ -66,14 +68,15 @@ DEFAULT_MULTI_POINT: Final[tuple[tuple[str, int | None], ...]] = (
     ("NodeResourcesFit", 1),
     ("PodTopologySpread", 2),
     ("InterPodAffinity", 2),
+    ("DynamicResources", None),
     ("DefaultPreemption", None),
     ("NodeResourcesBalancedAllocation", 1),
     ("ImageLocality", 1),
     ("DefaultBinder", None),
 )
-"""kube-scheduler 1.34's default multiPoint plugins (name, score weight), in its order,
-restricted to the plugins we ship (its volume plugins and DynamicResources are not).
-DefaultPreemption is there for its FailedScheduling message; it never evicts."""
+"""kube-scheduler 1.34's default multiPoint plugins (name, score weight), in its order
+(pkg/scheduler/apis/config/v1/default_plugins.go). DynamicResources refuses pods with
+resourceClaims (allocation is not implemented)."""
 
 
 def shipped_plugins() -> str:

@@ -122,6 +122,8 @@ def _plugin_sets(
             )
             if entry.weight and not scores:
                 findings.warn((*entry_at, "weight"), f"ignored: {name} does not score nodes here")
+            if spec.enabled_warning:
+                findings.warn((*entry_at, "name"), spec.enabled_warning)
             enabled.append(Configured(name, entry.weight if scores else None, entry_at))
         disabled: set[str] = set()
         for index, entry in enumerate(plugin_set.disabled):

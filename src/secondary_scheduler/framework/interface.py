@@ -87,6 +87,8 @@ class Plugin:
 
     name: ClassVar[str]
     args_model: ClassVar[type[ConfigModel] | None] = None
+    enabled_warning: ClassVar[str | None] = None
+    """Said by ``config validate`` when a profile enables the plugin by name (a known limitation)."""
 
     def __init__(self, args: Any, handle: Handle) -> None:
         self.handle = handle

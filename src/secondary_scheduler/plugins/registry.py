@@ -19,6 +19,7 @@ from secondary_scheduler.config.base import ConfigModel
 from secondary_scheduler.framework.interface import Plugin
 from secondary_scheduler.framework.preemption import DefaultPreemption
 from secondary_scheduler.plugins.defaultbinder import DefaultBinder
+from secondary_scheduler.plugins.dynamicresources import DynamicResources
 from secondary_scheduler.plugins.imagelocality import ImageLocality
 from secondary_scheduler.plugins.interpodaffinity import InterPodAffinity
 from secondary_scheduler.plugins.nodeaffinity import NodeAffinity
@@ -51,6 +52,7 @@ IN_TREE: tuple[type[Plugin], ...] = (
     ImageLocality,
     PodTopologySpread,
     InterPodAffinity,
+    DynamicResources,
     DefaultPreemption,
     DefaultBinder,
     TargetLoadPacking,

@@ -38,6 +38,7 @@ def test_the_catalog_matches_the_brief() -> None:
         "ImageLocality": ["score"],
         "PodTopologySpread": ["filter", "preFilter", "preScore", "score"],
         "InterPodAffinity": ["filter", "preFilter", "preScore", "score"],
+        "DynamicResources": ["preFilter"],
         "DefaultPreemption": ["postFilter"],
         "DefaultBinder": ["bind"],
         "TargetLoadPacking": ["score"],

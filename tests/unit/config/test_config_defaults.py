@@ -92,6 +92,7 @@ def test_default_plugins_are_kube_scheduler_1_34s_restricted_to_ours(load: Load)
         "NodeResourcesFit",
         "PodTopologySpread",
         "InterPodAffinity",
+        "DynamicResources",
     ]
     assert names[P.FILTER] == [
         "NodeUnschedulable",

@@ -1,0 +1,36 @@
+"""DynamicResources: a pod with ``spec.resourceClaims`` is never bound as if it had none.
+
+kube-scheduler 1.34 allocates such claims from ResourceSlices (structured parameters).
+This scheduler does not allocate claims yet, so rather than place the pod where its
+devices may not exist, PreFilter rejects it (UnschedulableAndUnresolvable: no preemption
+can help) with a message that says so and what to do. Pods without claims are skipped,
+as upstream's PreFilter skips them. ``secsched config validate`` warns when a profile
+enables the plugin explicitly.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from secondary_scheduler.framework.interface import CycleState, PreFilterPlugin
+from secondary_scheduler.framework.nodetable import NodeTable
+from secondary_scheduler.framework.podinfo import PodInfo
+from secondary_scheduler.framework.status import SKIP, Status
+
+UNSUPPORTED = (
+    "pod has resourceClaims, and this scheduler does not allocate ResourceClaims (DynamicResources) yet: "
+    "schedule this pod with the cluster's default scheduler"
+)
+
+
+class DynamicResources(PreFilterPlugin):
+    name: ClassVar[str] = "DynamicResources"
+    enabled_warning: ClassVar[str | None] = (
+        "DynamicResources does not allocate ResourceClaims here: pods with spec.resourceClaims are "
+        "refused (FailedScheduling) rather than bound without their devices"
+    )
+
+    def pre_filter(self, state: CycleState, pod: PodInfo, table: NodeTable) -> Status:
+        if not (pod.obj.get("spec") or {}).get("resourceClaims"):
+            return SKIP
+        return Status.unschedulable(UNSUPPORTED, unresolvable=True)
