@@ -28,7 +28,8 @@ from secondary_scheduler.kube.client import ApiClient, ApiError, resource_path
 from secondary_scheduler.kube.reflector import Reflector
 from secondary_scheduler.kube.store import Fanout
 
-from .cache import SchedulerCache
+from .assumed import AssumedPods
+from .eventhandlers import EventHandlers
 from .events import EventRecorder, set_unschedulable_condition
 from .metrics import SchedulerMetrics
 from .queue import QueuedPod, SchedulingQueue
@@ -79,13 +80,14 @@ class Scheduler:
             max_backoff=config.pod_max_backoff_seconds,
         )
         self.table = NodeTable()
-        self.cache = SchedulerCache(self.table, self.queue, self.frameworks)
+        self.assumed = AssumedPods(self.table)
+        self.handlers = EventHandlers(self.table, self.queue, self.frameworks, self.assumed)
         self.reflectors = [
-            Reflector(api, "/api/v1/nodes", self.cache.nodes, name="nodes"),
+            Reflector(api, "/api/v1/nodes", self.handlers.nodes, name="nodes"),
             Reflector(
                 api,
                 "/api/v1/pods",
-                Fanout(self.cache.pods, *self.handle.shared.pod_handlers),
+                Fanout(self.handlers.pods, *self.handle.shared.pod_handlers),
                 params={"fieldSelector": ACTIVE_PODS_SELECTOR},
                 name="pods",
             ),
@@ -154,7 +156,7 @@ class Scheduler:
         while True:
             for queue_name, count in self.queue.counts().items():
                 self.metrics.pending_pods.labels(queue_name).set(count)
-            self.metrics.pending_pods.labels("gated").set(len(self.cache.gated))
+            self.metrics.pending_pods.labels("gated").set(len(self.handlers.gated))
             await asyncio.sleep(1)
 
     # -- the scheduling cycle ----------------------------------------------------------
@@ -177,7 +179,7 @@ class Scheduler:
             unschedulable = result.status.code in (Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
             self._failed(item, profile, result.message, started, unschedulable=unschedulable)
             return
-        self.cache.assume(pod, node)
+        self.assumed.assume(pod, node)
         status = framework.reserve(state, pod, node)
         waiting: WaitingPod | None = None
         if status.is_success:
@@ -189,7 +191,7 @@ class Scheduler:
                 status = SUCCESS
         if not status.is_success:
             framework.unreserve(state, pod, node)
-            self.cache.forget(pod)
+            self.assumed.forget(pod)
             self._failed(item, profile, status.message, started, unschedulable=status.is_rejected)
             return
         self._spawn(
@@ -226,17 +228,17 @@ class Scheduler:
                 self.handle.waiting_pods.remove(pod.uid)
             if not allowed.is_success:
                 framework.unreserve(state, pod, node)
-                self.cache.forget(pod)
+                self.assumed.forget(pod)
                 self._failed(item, profile, allowed.message, started, unschedulable=allowed.is_rejected)
                 return
         async with self._bind_slots:
             status = await framework.bind_cycle(state, pod, node)
         if not status.is_success:
             framework.unreserve(state, pod, node)
-            self.cache.forget(pod)
+            self.assumed.forget(pod)
             self._failed(item, profile, f"Binding rejected: {status.message}", started, unschedulable=False)
             return
-        self.cache.finish_binding(pod)
+        self.assumed.finish_binding(pod)
         self.queue.done(pod.key)
         elapsed = time.perf_counter() - started
         self.metrics.schedule_attempts.labels("scheduled", profile).inc()

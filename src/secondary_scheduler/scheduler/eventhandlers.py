@@ -1,17 +1,17 @@
-"""The scheduler's view of the cluster, kept current from list+watch of nodes and pods.
+"""Node and pod watch events -> the NodeTable, the scheduling queue and the assumed pods.
 
 Nodes and assigned pods go into the NodeTable (the column-wise state plugins read);
-unassigned pods for one of our profiles go into the scheduling queue. Pods we have
-assumed onto a node (decided, binding in flight or not yet seen bound) stay counted on
-that node until the watch confirms them or the bind fails, so the next cycles never
-double-book the room they take, even across a relist.
+unassigned pods for one of our profiles go into the scheduling queue (or wait as gated
+while a PreEnqueue plugin keeps them out). Events that may let an unschedulable pod fit
+(a node added or changed in a way scheduling reads, an assigned pod gone) move the
+unschedulable pods back to the queue, as kube-scheduler's event handlers do.
 """
 
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from secondary_scheduler.framework.nodetable import NodeTable
@@ -19,18 +19,16 @@ from secondary_scheduler.framework.podinfo import PodInfo
 from secondary_scheduler.framework.runtime import Framework
 from secondary_scheduler.kube.client import JSON
 from secondary_scheduler.kube.store import object_key
-
-from .queue import SchedulingQueue
+from secondary_scheduler.scheduler.assumed import AssumedPods
+from secondary_scheduler.scheduler.queue import SchedulingQueue
 
 log = logging.getLogger(__name__)
 
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
-# Fields of a Node whose change can make a pending pod fit (heartbeats change none of them).
-_NODE_FIELDS_THAT_MATTER = ("allocatable", "labels", "taints", "unschedulable")
-ASSUMED_GRACE_SECONDS = 30.0
 
 
 def _node_signature(node: Mapping[str, Any]) -> tuple[Any, ...]:
+    """The fields of a Node whose change can make a pending pod fit (heartbeats change none of them)."""
     spec = node.get("spec") or {}
     return (
         (node.get("status") or {}).get("allocatable"),
@@ -58,49 +56,30 @@ def _is_terminal(pod: JSON) -> bool:
     return (pod.get("status") or {}).get("phase") in TERMINAL_PHASES
 
 
-class SchedulerCache:
-    """Feeds NodeTable and SchedulingQueue from two Reflectors (it is their WatchHandler)."""
+@dataclass(frozen=True)
+class _Handler:
+    """A Reflector's handler made of two callables (kube.reflector.WatchHandler)."""
 
+    replace: Callable[[list[JSON]], None]
+    event: Callable[[str, JSON], None]
+
+
+class EventHandlers:
     def __init__(
         self,
         table: NodeTable,
         queue: SchedulingQueue[PodInfo],
         frameworks: Mapping[str, Framework],
-        on_pod_assigned: Callable[[PodInfo], None] | None = None,
-        clock: Callable[[], float] = time.monotonic,
+        assumed: AssumedPods,
     ) -> None:
         self.table = table
         self.queue = queue
         self.frameworks = frameworks
-        self.nodes = _NodeHandler(self)
-        self.pods = _PodHandler(self)
-        self.assumed: dict[str, tuple[str, float | None]] = {}
-        """pod key -> (node, when the bind finished or None while it is in flight)."""
+        self.assumed = assumed
         self.gated: dict[str, PodInfo] = {}
         """Our pods that PreEnqueue keeps out of the queue (scheduling gates)."""
-        self._on_pod_assigned = on_pod_assigned
-        self._clock = clock
-
-    # -- assumed pods (called by the scheduling loop) ------------------------------------
-    def assume(self, pod: PodInfo, node: str) -> None:
-        self.table.add_pod(pod, node)
-        self.assumed[pod.key] = (node, None)
-
-    def finish_binding(self, pod: PodInfo) -> None:
-        if pod.key in self.assumed:
-            self.assumed[pod.key] = (self.assumed[pod.key][0], self._clock())
-
-    def forget(self, pod: PodInfo) -> None:
-        """The bind failed: give the node its room back."""
-        if self.assumed.pop(pod.key, None) is not None:
-            self.table.remove_pod(pod.key)
-
-    def _keep_assumed(self, key: str) -> bool:
-        entry = self.assumed.get(key)
-        if entry is None:
-            return False
-        finished = entry[1]
-        return finished is None or self._clock() - finished < ASSUMED_GRACE_SECONDS
+        self.nodes = _Handler(self.replace_nodes, self.node_event)
+        self.pods = _Handler(self.replace_pods, self.pod_event)
 
     # -- pods ------------------------------------------------------------------------------
     def pod_event(self, kind: str, pod: JSON) -> None:
@@ -110,17 +89,7 @@ class SchedulerCache:
             return
         node = (pod.get("spec") or {}).get("nodeName")
         if node:
-            self.queue.delete(key)
-            self.gated.pop(key, None)
-            if _is_terminal(pod):
-                self._pod_gone(key)
-                return
-            confirmed = self.assumed.pop(key, None) is not None
-            if self.table.node_of_pod(key) != node or confirmed or self._labels_changed(key, pod):
-                info = PodInfo.from_pod(pod)
-                self.table.add_pod(info, node)
-                if confirmed and self._on_pod_assigned is not None:
-                    self._on_pod_assigned(info)
+            self._assigned_pod(key, node, pod)
             return
         if key in self.assumed or _is_terminal(pod) or (pod.get("metadata") or {}).get("deletionTimestamp"):
             return
@@ -139,6 +108,16 @@ class SchedulerCache:
         self.gated.pop(key, None)
         self.queue.add(info)
 
+    def _assigned_pod(self, key: str, node: str, pod: JSON) -> None:
+        self.queue.delete(key)
+        self.gated.pop(key, None)
+        if _is_terminal(pod):
+            self._pod_gone(key)
+            return
+        confirmed = self.assumed.confirm(key)
+        if self.table.node_of_pod(key) != node or confirmed or self._labels_changed(key, pod):
+            self.table.add_pod(PodInfo.from_pod(pod), node)
+
     def _labels_changed(self, key: str, pod: JSON) -> bool:
         node = self.table.node_of_pod(key)
         slot = self.table.slot_of(node) if node else None
@@ -150,7 +129,7 @@ class SchedulerCache:
     def _pod_gone(self, key: str) -> None:
         self.queue.delete(key)
         self.gated.pop(key, None)
-        self.assumed.pop(key, None)
+        self.assumed.drop(key)
         if self.table.remove_pod(key) is not None:
             self.queue.move_all_to_active_or_backoff("AssignedPodDelete")
 
@@ -159,7 +138,7 @@ class SchedulerCache:
         listed = {object_key(item) for item in items}
         for _, slot in list(self.table.all_pods()):
             for key in list(self.table.pods[slot]):
-                if key not in listed and not self._keep_assumed(key):
+                if key not in listed and not self.assumed.still_in_flight(key):
                     self._pod_gone(key)
         for key in list(self.gated):
             if key not in listed:
@@ -186,25 +165,3 @@ class SchedulerCache:
                 self.table.remove_node(self.table.names[slot])
         for item in items:
             self.node_event("ADDED", item)
-
-
-class _NodeHandler:
-    def __init__(self, cache: SchedulerCache) -> None:
-        self.cache = cache
-
-    def replace(self, items: list[JSON]) -> None:
-        self.cache.replace_nodes(items)
-
-    def event(self, kind: str, obj: JSON) -> None:
-        self.cache.node_event(kind, obj)
-
-
-class _PodHandler:
-    def __init__(self, cache: SchedulerCache) -> None:
-        self.cache = cache
-
-    def replace(self, items: list[JSON]) -> None:
-        self.cache.replace_pods(items)
-
-    def event(self, kind: str, obj: JSON) -> None:
-        self.cache.pod_event(kind, obj)
