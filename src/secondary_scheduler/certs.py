@@ -16,17 +16,24 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 
-def self_signed(common_name: str, hosts: list[str], days: int = 365) -> tuple[bytes, bytes]:
-    """(certificate PEM, private key PEM) for `hosts` (DNS names or IP addresses)."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+def subject_alternative_names(hosts: list[str]) -> x509.SubjectAlternativeName:
+    """IP SANs for addresses, DNS SANs for the rest, in the order given."""
     alternative_names: list[x509.GeneralName] = []
     for host in hosts:
         try:
             alternative_names.append(x509.IPAddress(ipaddress.ip_address(host)))
         except ValueError:
             alternative_names.append(x509.DNSName(host))
-    now = datetime.datetime.now(datetime.UTC)
+    return x509.SubjectAlternativeName(alternative_names)
+
+
+def self_signed(
+    common_name: str, hosts: list[str], days: int = 365, now: datetime.datetime | None = None
+) -> tuple[bytes, bytes]:
+    """(certificate PEM, private key PEM): an ECDSA P-256 leaf for `hosts` (DNS names or IP addresses)."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+    now = now or datetime.datetime.now(datetime.UTC)
     cert = (
         x509.CertificateBuilder()
         .subject_name(name)
@@ -35,7 +42,8 @@ def self_signed(common_name: str, hosts: list[str], days: int = 365) -> tuple[by
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - datetime.timedelta(minutes=5))
         .not_valid_after(now + datetime.timedelta(days=days))
-        .add_extension(x509.SubjectAlternativeName(alternative_names), critical=False)
+        .add_extension(subject_alternative_names(hosts), critical=False)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
         .sign(key, hashes.SHA256())
     )

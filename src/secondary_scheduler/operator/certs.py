@@ -12,10 +12,8 @@ import datetime
 from dataclasses import dataclass
 
 from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
+from secondary_scheduler.certs import self_signed
 from secondary_scheduler.operator import names
 
 VALIDITY = datetime.timedelta(days=365)
@@ -42,28 +40,8 @@ def dns_names(namespace: str) -> list[str]:
 
 def generate(namespace: str, now: datetime.datetime | None = None) -> ServingCert:
     """A fresh ECDSA P-256 key and a certificate for the metrics Service, valid for a year."""
-    now = now or datetime.datetime.now(datetime.UTC)
-    key = ec.generate_private_key(ec.SECP256R1())
-    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, dns_names(namespace)[0])])
-    certificate = (
-        x509.CertificateBuilder()
-        .subject_name(subject)
-        .issuer_name(subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + VALIDITY)
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName(n) for n in dns_names(namespace)]), False)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .sign(key, hashes.SHA256())
-    )
-    return ServingCert(
-        certificate.public_bytes(serialization.Encoding.PEM),
-        key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        ),
-    )
+    hosts = dns_names(namespace)
+    return ServingCert(*self_signed(hosts[0], hosts, days=VALIDITY.days, now=now))
 
 
 def reusable(data: dict[str, str] | None, namespace: str, now: datetime.datetime | None = None) -> bool:
