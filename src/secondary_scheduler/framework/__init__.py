@@ -6,7 +6,7 @@ which import this package, so it is not re-exported here.
 
 from secondary_scheduler.framework.diagnosis import Diagnosis
 from secondary_scheduler.framework.handle import Binder, Handle
-from secondary_scheduler.framework.interface import CycleState, Plugin, QueuedPod, Rejection
+from secondary_scheduler.framework.interface import CycleState, Plugin, QueuedPodInfo, Rejection
 from secondary_scheduler.framework.nodetable import NodeTable
 from secondary_scheduler.framework.podinfo import PodInfo
 from secondary_scheduler.framework.profile import ExtensionPoint, ProfileLike, ProfileSpec
@@ -29,7 +29,7 @@ __all__ = [
     "PodInfo",
     "ProfileLike",
     "ProfileSpec",
-    "QueuedPod",
+    "QueuedPodInfo",
     "Rejection",
     "ScheduleResult",
     "Status",

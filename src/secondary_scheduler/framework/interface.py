@@ -57,7 +57,7 @@ class CycleState:
         return value if isinstance(value, kind) else None
 
 
-class QueuedPod(Protocol):
+class QueuedPodInfo(Protocol):
     """What QueueSort compares: the pod and when it entered the queue (the runtime's queue entry)."""
 
     @property
@@ -100,7 +100,7 @@ class Plugin:
 
 
 class QueueSortPlugin(Plugin):
-    def less(self, a: QueuedPod, b: QueuedPod) -> bool:
+    def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
         """Whether ``a`` should be scheduled before ``b``."""
         raise NotImplementedError
 

@@ -38,7 +38,7 @@ from secondary_scheduler.framework.interface import (
     PreEnqueuePlugin,
     PreFilterPlugin,
     PreScorePlugin,
-    QueuedPod,
+    QueuedPodInfo,
     QueueSortPlugin,
     ReservePlugin,
     ScorePlugin,
@@ -170,7 +170,7 @@ class Framework:
                 return status.with_plugin(plugin.name)
         return SUCCESS
 
-    def run_queue_sort_less(self, a: QueuedPod, b: QueuedPod) -> bool:
+    def run_queue_sort_less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
         if not self.queue_sort_plugins:
             raise RuntimeError(f"profile {self.scheduler_name!r} has no queueSort plugin")
         return self.queue_sort_plugins[0].less(a, b)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from secondary_scheduler.framework.interface import QueuedPod, QueueSortPlugin
+from secondary_scheduler.framework.interface import QueuedPodInfo, QueueSortPlugin
 
 
 class PrioritySort(QueueSortPlugin):
     name: ClassVar[str] = "PrioritySort"
 
-    def less(self, a: QueuedPod, b: QueuedPod) -> bool:
+    def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
         first, second = a.pod.priority, b.pod.priority
         return first > second or (first == second and a.timestamp < b.timestamp)
