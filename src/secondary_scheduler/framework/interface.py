@@ -9,12 +9,14 @@ bases of its extension points and overrides their methods (the bases' raise).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, ClassVar, NamedTuple, Protocol, TypeVar
 
 from secondary_scheduler.config.base import ConfigModel
 from secondary_scheduler.config.model import ExtensionPoint
 from secondary_scheduler.framework.aliases import BoolArray, IntArray, Slots
 from secondary_scheduler.framework.diagnosis import Diagnosis
+from secondary_scheduler.framework.events import ClusterEventWithHint
 from secondary_scheduler.framework.handle import Handle
 from secondary_scheduler.framework.nodetable import NodeTable
 from secondary_scheduler.framework.podinfo import PodInfo
@@ -92,6 +94,14 @@ class Plugin:
 
     def __init__(self, args: Any, handle: Handle) -> None:
         self.handle = handle
+
+    def events_to_register(self) -> Sequence[ClusterEventWithHint] | None:
+        """The cluster events that can undo this plugin's rejections (None: any event can).
+
+        A pod this plugin found unschedulable waits until one of these happens (and its
+        hint, if any, says the change may help), as kube-scheduler's EnqueueExtensions.
+        """
+        return None
 
     @classmethod
     def extension_points(cls) -> frozenset[ExtensionPoint]:

@@ -104,7 +104,8 @@ class PodInfo:
         pod_affinity = affinity.get("podAffinity") or {}
         pod_anti_affinity = affinity.get("podAntiAffinity") or {}
         node_affinity = affinity.get("nodeAffinity") or {}
-        non_zero_cpu, non_zero_memory = non_zero_requests(spec)
+        status = pod.get("status")
+        non_zero_cpu, non_zero_memory = non_zero_requests(spec, status)
         containers = [*(spec.get("initContainers") or ()), *(spec.get("containers") or ())]
         return cls(
             obj=pod,
@@ -117,7 +118,7 @@ class PodInfo:
             creation_timestamp=str(metadata.get("creationTimestamp") or ""),
             labels=labels,
             node_name=str(spec.get("nodeName") or ""),
-            requests=pod_requests(spec),
+            requests=pod_requests(spec, status),
             non_zero_cpu=non_zero_cpu,
             non_zero_memory=non_zero_memory,
             host_ports=pod_host_ports(spec),

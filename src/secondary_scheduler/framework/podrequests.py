@@ -6,6 +6,12 @@ so they add to the regular containers and to every init container started after 
 Pod-level ``spec.resources.requests`` (cpu, memory) replace the container sum, and
 ``spec.overhead`` is added on top. Quantities are summed exactly and converted to
 scheduler units (millicores, bytes) only at the end, like Go's resource.Quantity.
+
+With the pod's ``status`` (a running pod), a container that reports resources counts the
+largest of what its spec asks, what it runs with and what the kubelet allocated, so a pod
+resized in place holds the room of both sizes until the resize is done (upstream's
+UseStatusResources, on with InPlacePodVerticalScaling); a resize the kubelet found
+infeasible counts only what it runs with and what was allocated.
 """
 
 from __future__ import annotations
@@ -36,8 +42,36 @@ def _resource_list(raw: Mapping[str, Any] | None) -> ResourceList:
     return {name: parse_quantity(value) for name, value in (raw or {}).items()}
 
 
-def _container_requests(container: Mapping[str, Any]) -> ResourceList:
-    return _resource_list((container.get("resources") or {}).get("requests"))
+def _container_requests(container: Mapping[str, Any], status: _Statuses) -> ResourceList:
+    requests = _resource_list((container.get("resources") or {}).get("requests"))
+    container_status = status.by_name.get(str(container.get("name", "")))
+    if container_status is None or not container_status.get("resources"):
+        return requests
+    running = _resource_list((container_status.get("resources") or {}).get("requests"))
+    allocated = _resource_list(container_status.get("allocatedResources"))
+    combined = {} if status.resize_infeasible else dict(requests)
+    _raise_to(combined, running)
+    _raise_to(combined, allocated)
+    return combined
+
+
+class _Statuses:
+    """The pod's container statuses by name, and whether its resize was found infeasible."""
+
+    def __init__(self, status: Mapping[str, Any] | None) -> None:
+        status = status or {}
+        self.by_name: dict[str, Mapping[str, Any]] = {
+            str(item.get("name", "")): item
+            for field in ("containerStatuses", "initContainerStatuses")
+            for item in status.get(field) or ()
+        }
+        self.resize_infeasible = any(
+            condition.get("type") == "PodResizePending" and condition.get("reason") == "Infeasible"
+            for condition in status.get("conditions") or ()
+        )
+
+
+_NO_STATUS = _Statuses(None)
 
 
 def _add(total: ResourceList, more: Mapping[str, Decimal]) -> None:
@@ -59,15 +93,18 @@ def _containers(spec: Mapping[str, Any], field: str) -> Iterable[Mapping[str, An
     return spec.get(field) or ()
 
 
-def _aggregate_containers(spec: Mapping[str, Any], defaults: Mapping[str, Decimal]) -> ResourceList:
+def _aggregate_containers(
+    spec: Mapping[str, Any], defaults: Mapping[str, Decimal], status: _Statuses
+) -> ResourceList:
     total: ResourceList = {}
     for container in _containers(spec, "containers"):
-        _add(total, _with_defaults(_container_requests(container), defaults))
+        _add(total, _with_defaults(_container_requests(container, status), defaults))
     sidecars: ResourceList = {}
     init_peak: ResourceList = {}
     for container in _containers(spec, "initContainers"):
-        requests = _with_defaults(_container_requests(container), defaults)
-        if container.get("restartPolicy") == "Always":
+        sidecar = container.get("restartPolicy") == "Always"
+        requests = _with_defaults(_container_requests(container, status if sidecar else _NO_STATUS), defaults)
+        if sidecar:
             _add(total, requests)
             _add(sidecars, requests)
             running = dict(sidecars)
@@ -92,8 +129,8 @@ def _pod_level_set(spec: Mapping[str, Any]) -> bool:
     )
 
 
-def _requests(spec: Mapping[str, Any], defaults: Mapping[str, Decimal]) -> ResourceList:
-    requests = _aggregate_containers(spec, defaults)
+def _requests(spec: Mapping[str, Any], defaults: Mapping[str, Decimal], status: _Statuses) -> ResourceList:
+    requests = _aggregate_containers(spec, defaults, status)
     requests.update(_pod_level_requests(spec))
     _add(requests, _resource_list(spec.get("overhead")))
     return requests
@@ -104,23 +141,24 @@ def _to_units(name: str, value: Decimal) -> int:
     return math.ceil(value * 1000) if name == CPU else math.ceil(value)
 
 
-def pod_requests(spec: Mapping[str, Any]) -> dict[str, int]:
+def pod_requests(spec: Mapping[str, Any], status: Mapping[str, Any] | None = None) -> dict[str, int]:
     """What the pod requests, per resource, as NodeResourcesFit and the node's "requested" see it."""
-    return {name: _to_units(name, value) for name, value in _requests(spec, {}).items()}
+    return {name: _to_units(name, value) for name, value in _requests(spec, {}, _Statuses(status)).items()}
 
 
-def non_zero_requests(spec: Mapping[str, Any]) -> tuple[int, int]:
+def non_zero_requests(spec: Mapping[str, Any], status: Mapping[str, Any] | None = None) -> tuple[int, int]:
     """(millicores, bytes) for scoring: containers without a cpu/memory request count 100m / 200Mi.
 
     This keeps pods that request nothing from all landing on the same "empty-looking" node.
     With pod-level requests, the default applies only to a resource set nowhere.
     """
-    requests = _requests(spec, {})
+    statuses = _Statuses(status)
+    requests = _requests(spec, {}, statuses)
     defaults = _DEFAULTS
     if _pod_level_set(spec):
         defaults = {name: value for name, value in _DEFAULTS.items() if name not in requests}
     if defaults:
-        requests = _requests(spec, defaults)
+        requests = _requests(spec, defaults, statuses)
     return (
         _to_units(CPU, requests.get(CPU, Decimal(0))),
         _to_units(MEMORY, requests.get(MEMORY, Decimal(0))),

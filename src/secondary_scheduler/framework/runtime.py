@@ -25,6 +25,7 @@ import numpy as np
 from secondary_scheduler.framework.aliases import BoolArray, IntArray, Slots
 from secondary_scheduler.framework.args import validated_args
 from secondary_scheduler.framework.diagnosis import Diagnosis
+from secondary_scheduler.framework.events import ClusterEvent
 from secondary_scheduler.framework.handle import Handle
 from secondary_scheduler.framework.interface import (
     BindPlugin,
@@ -133,6 +134,8 @@ class Framework:
         self.score_weights = {
             name: weight or 1 for name, weight in profile.plugins.get(ExtensionPoint.SCORE, ())
         }
+        self._registrations = {name: plugin.events_to_register() for name, plugin in self._instances.items()}
+        """Plugin -> the cluster events that can undo its rejections (None: any), asked once."""
         if len(self.queue_sort_plugins) > 1:
             raise ValueError(f"profile {profile.scheduler_name!r}: only one queueSort plugin may be enabled")
 
@@ -161,6 +164,23 @@ class Framework:
                 )
             plugins.append(plugin)
         return plugins
+
+    def worth_requeuing(
+        self, pod: PodInfo, rejectors: frozenset[str], event: ClusterEvent, old: object, new: object
+    ) -> bool:
+        """Whether ``event`` may let ``pod`` fit, by the queueing hints of the plugins that rejected it."""
+        if not rejectors:
+            return True
+        for name in rejectors:
+            registrations = self._registrations.get(name)
+            if registrations is None:
+                return True
+            for registration in registrations:
+                if registration.event.matches(event) and (
+                    registration.hint is None or registration.hint(pod, old, new)
+                ):
+                    return True
+        return False
 
     def run_pre_enqueue(self, pod: PodInfo) -> Status:
         """Whether the pod may enter the active queue (e.g. no scheduling gates left)."""

@@ -3,8 +3,13 @@
 Nodes and assigned pods go into the NodeTable (the column-wise state plugins read);
 unassigned pods for one of our profiles go into the scheduling queue (or wait as gated
 while a PreEnqueue plugin keeps them out). Events that may let an unschedulable pod fit
-(a node added or changed in a way scheduling reads, an assigned pod gone) move the
-unschedulable pods back to the queue, as kube-scheduler's event handlers do.
+(a node added or changed in a way scheduling reads, an assigned pod added, relabelled,
+scaled down or gone) are handed to ``on_event``, which moves back the unschedulable pods
+they can help (see ``framework.events``), as kube-scheduler's event handlers do.
+
+An assigned pod is parsed again when what the scheduler counts of it changes: labels,
+requests (an in-place resize), or a deletionTimestamp (topology spreading stops counting a
+terminating pod); status-only updates from the kubelet cost a few dict lookups.
 """
 
 from __future__ import annotations
@@ -14,6 +19,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from secondary_scheduler.framework.events import (
+    NODE,
+    POD,
+    ActionType,
+    ClusterEvent,
+    node_update_actions,
+    pod_update_actions,
+)
 from secondary_scheduler.framework.nodetable import NodeTable
 from secondary_scheduler.framework.podinfo import PodInfo
 from secondary_scheduler.framework.runtime import Framework
@@ -25,17 +38,6 @@ from secondary_scheduler.scheduler.queue import SchedulingQueue
 log = logging.getLogger(__name__)
 
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
-
-
-def _node_signature(node: Mapping[str, Any]) -> tuple[Any, ...]:
-    """The fields of a Node whose change can make a pending pod fit (heartbeats change none of them)."""
-    spec = node.get("spec") or {}
-    return (
-        (node.get("status") or {}).get("allocatable"),
-        (node.get("metadata") or {}).get("labels"),
-        spec.get("taints"),
-        spec.get("unschedulable"),
-    )
 
 
 def _same_for_scheduling(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
@@ -52,8 +54,31 @@ def _same_for_scheduling(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool
     )
 
 
+def _accounting_signature(pod: Mapping[str, Any]) -> tuple[Any, ...]:
+    """What the NodeTable's count of an assigned pod depends on, besides its node."""
+    metadata = pod.get("metadata") or {}
+    spec = pod.get("spec") or {}
+    status = pod.get("status") or {}
+    return (
+        metadata.get("labels"),
+        metadata.get("deletionTimestamp") is not None,
+        [container.get("resources") for container in spec.get("containers") or ()],
+        [container.get("resources") for container in spec.get("initContainers") or ()],
+        spec.get("resources"),
+        [
+            (item.get("resources"), item.get("allocatedResources"))
+            for field in ("containerStatuses", "initContainerStatuses")
+            for item in status.get(field) or ()
+        ],
+        [c for c in status.get("conditions") or () if c.get("type") == "PodResizePending"],
+    )
+
+
 def _is_terminal(pod: JSON) -> bool:
     return (pod.get("status") or {}).get("phase") in TERMINAL_PHASES
+
+
+EventSink = Callable[[ClusterEvent, Any, Any], None]
 
 
 @dataclass(frozen=True)
@@ -71,11 +96,16 @@ class EventHandlers:
         queue: SchedulingQueue[PodInfo],
         frameworks: Mapping[str, Framework],
         assumed: AssumedPods,
+        on_event: EventSink | None = None,
     ) -> None:
+        """``on_event(event, old, new)`` hears every cluster event that may help a waiting pod."""
         self.table = table
         self.queue = queue
         self.frameworks = frameworks
         self.assumed = assumed
+        self._on_event = on_event or (
+            lambda event, old, new: queue.move_all_to_active_or_backoff(event.label)
+        )
         self.gated: dict[str, PodInfo] = {}
         """Our pods that PreEnqueue keeps out of the queue (scheduling gates)."""
         self.nodes = _Handler(self.replace_nodes, self.node_event)
@@ -115,23 +145,33 @@ class EventHandlers:
             self._pod_gone(key)
             return
         confirmed = self.assumed.confirm(key)
-        if self.table.node_of_pod(key) != node or confirmed or self._labels_changed(key, pod):
-            self.table.add_pod(PodInfo.from_pod(pod), node)
+        previous = self._counted(key)
+        if previous is None or confirmed or self.table.node_of_pod(key) != node:
+            info = PodInfo.from_pod(pod)
+            self.table.add_pod(info, node)
+            self._on_event(ClusterEvent(POD, ActionType.ADD), None, info)
+            return
+        if _accounting_signature(previous.obj) == _accounting_signature(pod):
+            return
+        info = PodInfo.from_pod(pod)
+        self.table.add_pod(info, node)
+        actions = pod_update_actions(previous, info)
+        if actions:
+            self._on_event(ClusterEvent(POD, actions), previous, info)
 
-    def _labels_changed(self, key: str, pod: JSON) -> bool:
+    def _counted(self, key: str) -> PodInfo | None:
+        """The pod as the table counts it now (None if not counted, or waiting for its node)."""
         node = self.table.node_of_pod(key)
         slot = self.table.slot_of(node) if node else None
-        if slot is None:
-            return True
-        current = self.table.pods[slot].get(key)
-        return current is None or dict(current.labels) != ((pod.get("metadata") or {}).get("labels") or {})
+        return self.table.pods[slot].get(key) if slot is not None else None
 
     def _pod_gone(self, key: str) -> None:
         self.queue.delete(key)
         self.gated.pop(key, None)
         self.assumed.drop(key)
-        if self.table.remove_pod(key) is not None:
-            self.queue.move_all_to_active_or_backoff("AssignedPodDelete")
+        removed = self.table.remove_pod(key)
+        if removed is not None:
+            self._on_event(ClusterEvent(POD, ActionType.DELETE), removed, None)
 
     def replace_pods(self, items: list[JSON]) -> None:
         """After a (re)list: drop what is gone, keep assumed pods still in flight, add the rest."""
@@ -149,14 +189,20 @@ class EventHandlers:
     # -- nodes -----------------------------------------------------------------------------
     def node_event(self, kind: str, node: JSON) -> None:
         name = (node.get("metadata") or {}).get("name", "")
-        if kind == "DELETED":
-            self.table.remove_node(name)
-            return
         slot = self.table.slot_of(name)
         previous = self.table.objects[slot] if slot is not None else None
+        if kind == "DELETED":
+            self.table.remove_node(name)
+            if previous is not None:
+                self._on_event(ClusterEvent(NODE, ActionType.DELETE), previous, None)
+            return
         self.table.add_node(node)
-        if previous is None or _node_signature(previous) != _node_signature(node):
-            self.queue.move_all_to_active_or_backoff("NodeAdd" if previous is None else "NodeUpdate")
+        if previous is None:
+            self._on_event(ClusterEvent(NODE, ActionType.ADD), None, node)
+            return
+        actions = node_update_actions(previous, node)
+        if actions:
+            self._on_event(ClusterEvent(NODE, actions), previous, node)
 
     def replace_nodes(self, items: list[JSON]) -> None:
         listed = {(item.get("metadata") or {}).get("name") for item in items}

@@ -2,9 +2,10 @@
 
 - active: a heap ordered by the profile's QueueSort plugin; `pop()` waits on it.
 - backoff: pods that failed, each until its delay (initial * 2^(attempts-1), capped) ends.
-- unschedulable: pods nothing fits; a cluster event that could help (a node added or
-  changed, a pod deleted) moves them back, and so does a periodic flush after
-  `unschedulable_timeout`, so that no pod waits forever on a missed event.
+- unschedulable: pods nothing fits; a cluster event that could help moves them back (the
+  caller's ``worth`` predicate applies the plugins' queueing hints to each pod, see
+  ``framework.events``), and so does a periodic flush after `unschedulable_timeout`, so
+  that no pod waits forever on a missed event.
 
 A move request that arrives while a pod is being scheduled is remembered (by cycle
 number), so a pod that failed on stale state goes to backoff, not to unschedulable.
@@ -41,6 +42,8 @@ class QueuedPod(Generic[P]):
     backoff_until: float = 0.0
     unschedulable_since: float = 0.0
     cycle: int = 0  # the scheduling cycle that last popped it
+    rejectors: frozenset[str] = frozenset()
+    """The plugins that found it unschedulable last time: only their events can help it."""
 
 
 class _HeapEntry(Generic[P]):
@@ -167,11 +170,14 @@ class SchedulingQueue(Generic[P]):
         """The pod was scheduled (or is gone): forget it."""
         self._in_flight.pop(key, None)
 
-    def requeue_failed(self, item: QueuedPod[P], unschedulable: bool) -> None:
+    def requeue_failed(
+        self, item: QueuedPod[P], unschedulable: bool, rejectors: frozenset[str] = frozenset()
+    ) -> None:
         """After a failed attempt: unschedulable waits for an event, an error backs off."""
         key = item.pod.key
         if self._in_flight.pop(key, None) is None:
             return  # deleted while we were scheduling it
+        item.rejectors = rejectors
         item.timestamp = self.clock()
         item.backoff_until = self.clock() + self.backoff_duration(item.attempts)
         if unschedulable and self.move_request_cycle < item.cycle:
@@ -186,13 +192,21 @@ class SchedulingQueue(Generic[P]):
         return min(duration, self.max_backoff)
 
     # -- events --------------------------------------------------------------------------
-    def move_all_to_active_or_backoff(self, reason: str = "") -> None:
-        """A cluster event that may make unschedulable pods fit: give them all another try."""
+    def move_all_to_active_or_backoff(
+        self, reason: str = "", worth: Callable[[QueuedPod[P]], bool] | None = None
+    ) -> int:
+        """A cluster event that may make unschedulable pods fit: give them another try.
+
+        ``worth`` picks the pods the event can help (all when None). A pod being scheduled
+        right now will go to backoff rather than wait, in case it failed on the old state.
+        Returns how many pods moved.
+        """
         self.move_request_cycle = self.scheduling_cycle
-        items = list(self._unschedulable.values())
-        self._unschedulable.clear()
-        for item in items:
+        moving = [item for item in self._unschedulable.values() if worth is None or worth(item)]
+        for item in moving:
+            del self._unschedulable[item.pod.key]
             self._requeue(item)
+        return len(moving)
 
     def _requeue(self, item: QueuedPod[P]) -> None:
         if item.backoff_until > self.clock():

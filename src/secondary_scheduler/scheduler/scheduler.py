@@ -17,6 +17,7 @@ from typing import Any
 
 from secondary_scheduler.config.model import SchedulerConfiguration
 from secondary_scheduler.framework.handle import Handle
+from secondary_scheduler.framework.events import ActionType, ClusterEvent
 from secondary_scheduler.framework.informers import Informer
 from secondary_scheduler.framework.interface import CycleState, Plugin
 from secondary_scheduler.framework.nodetable import NodeTable
@@ -38,7 +39,7 @@ log = logging.getLogger(__name__)
 
 # kube-scheduler's informer ignores finished pods: they hold no resources.
 ACTIVE_PODS_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
-_ACTIONS = {"ADDED": "Add", "MODIFIED": "Update", "DELETED": "Delete"}
+_ACTIONS = {"ADDED": ActionType.ADD, "MODIFIED": ActionType.UPDATE_OTHER, "DELETED": ActionType.DELETE}
 
 
 class Scheduler:
@@ -81,7 +82,9 @@ class Scheduler:
         )
         self.table = NodeTable()
         self.assumed = AssumedPods(self.table)
-        self.handlers = EventHandlers(self.table, self.queue, self.frameworks, self.assumed)
+        self.handlers = EventHandlers(
+            self.table, self.queue, self.frameworks, self.assumed, on_event=self._cluster_event
+        )
         self.reflectors = [
             Reflector(api, "/api/v1/nodes", self.handlers.nodes, name="nodes"),
             Reflector(
@@ -143,12 +146,23 @@ class Scheduler:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
+    def _cluster_event(self, event: ClusterEvent, old: Any, new: Any) -> None:
+        """Move back the unschedulable pods that ``event`` may help, by their rejectors' queueing hints."""
+
+        def worth(item: QueuedPod[PodInfo]) -> bool:
+            framework = self.frameworks.get(item.pod.scheduler_name)
+            return framework is None or framework.worth_requeuing(item.pod, item.rejectors, event, old, new)
+
+        moved = self.queue.move_all_to_active_or_backoff(event.label, worth)
+        if moved:
+            log.debug("%s: %d unschedulable pods back in the queue", event.label, moved)
+
     def _requeue_on(self, informer: Informer) -> Callable[[str, Any, Any], None]:
-        """A change to an object plugins read may let an unschedulable pod fit: give them another try."""
+        """Changes to an object plugins read are cluster events too (``PersistentVolumeClaimAdd``...)."""
         kind = informer.resource.kind
 
         def requeue(action: str, old: Any, new: Any) -> None:
-            self.queue.move_all_to_active_or_backoff(f"{kind}{_ACTIONS.get(action, action)}")
+            self._cluster_event(ClusterEvent(kind, _ACTIONS[action]), old, new)
 
         return requeue
 
@@ -177,7 +191,11 @@ class Scheduler:
         node = result.node_name
         if node is None:
             unschedulable = result.status.code in (Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
-            self._failed(item, profile, result.message, started, unschedulable=unschedulable)
+            diagnosis = result.diagnosis
+            rejectors = frozenset(diagnosis.unschedulable_plugins) if diagnosis is not None else frozenset()
+            self._failed(
+                item, profile, result.message, started, unschedulable=unschedulable, rejectors=rejectors
+            )
             return
         self.assumed.assume(pod, node)
         status = framework.reserve(state, pod, node)
@@ -192,21 +210,29 @@ class Scheduler:
         if not status.is_success:
             framework.unreserve(state, pod, node)
             self.assumed.forget(pod)
-            self._failed(item, profile, status.message, started, unschedulable=status.is_rejected)
+            rejectors = frozenset({status.plugin} if status.plugin else ())
+            self._failed(item, profile, status.message, started, status.is_rejected, rejectors)
             return
         self._spawn(
             self._binding_cycle(item, framework, state, node, started, waiting), name=f"bind-{pod.key}"
         )
 
     def _failed(
-        self, item: QueuedPod[PodInfo], profile: str, message: str, started: float, unschedulable: bool
+        self,
+        item: QueuedPod[PodInfo],
+        profile: str,
+        message: str,
+        started: float,
+        unschedulable: bool,
+        rejectors: frozenset[str] = frozenset(),
     ) -> None:
+        """Requeue the pod (``rejectors``: the plugins whose events can help it) and tell its user."""
         pod = item.pod
         result = "unschedulable" if unschedulable else "error"
         self.metrics.schedule_attempts.labels(result, profile).inc()
         self.metrics.attempt_duration.labels(result, profile).observe(time.perf_counter() - started)
         log.info("unable to schedule pod %s: %s", pod.key, message)
-        self.queue.requeue_failed(item, unschedulable=unschedulable)
+        self.queue.requeue_failed(item, unschedulable=unschedulable, rejectors=rejectors)
         self.events.failed(pod, profile, message)
         self._spawn(set_unschedulable_condition(self.api, pod, message), name=f"condition-{pod.key}")
 
@@ -229,7 +255,8 @@ class Scheduler:
             if not allowed.is_success:
                 framework.unreserve(state, pod, node)
                 self.assumed.forget(pod)
-                self._failed(item, profile, allowed.message, started, unschedulable=allowed.is_rejected)
+                rejectors = frozenset({allowed.plugin} if allowed.plugin else ())
+                self._failed(item, profile, allowed.message, started, allowed.is_rejected, rejectors)
                 return
         async with self._bind_slots:
             status = await framework.bind_cycle(state, pod, node)

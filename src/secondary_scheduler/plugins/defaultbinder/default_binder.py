@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import ClassVar
 
+from secondary_scheduler.framework.events import ClusterEventWithHint
 from secondary_scheduler.framework.interface import BindPlugin, CycleState
 from secondary_scheduler.framework.podinfo import PodInfo
 from secondary_scheduler.framework.status import SUCCESS, Status
@@ -11,6 +13,10 @@ from secondary_scheduler.framework.status import SUCCESS, Status
 
 class DefaultBinder(BindPlugin):
     name: ClassVar[str] = "DefaultBinder"
+
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        """It never rejects a pod in a way a cluster event could undo."""
+        return ()
 
     async def bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         binder = self.handle.binder

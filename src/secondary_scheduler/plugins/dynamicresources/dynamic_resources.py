@@ -10,8 +10,10 @@ enables the plugin explicitly.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import ClassVar
 
+from secondary_scheduler.framework.events import ClusterEventWithHint
 from secondary_scheduler.framework.interface import CycleState, PreFilterPlugin
 from secondary_scheduler.framework.nodetable import NodeTable
 from secondary_scheduler.framework.podinfo import PodInfo
@@ -29,6 +31,10 @@ class DynamicResources(PreFilterPlugin):
         "DynamicResources does not allocate ResourceClaims here: pods with spec.resourceClaims are "
         "refused (FailedScheduling) rather than bound without their devices"
     )
+
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        """It never rejects a pod in a way a cluster event could undo."""
+        return ()
 
     def pre_filter(self, state: CycleState, pod: PodInfo, table: NodeTable) -> Status:
         if not (pod.obj.get("spec") or {}).get("resourceClaims"):

@@ -9,11 +9,13 @@ does; "nginx" therefore does not match "docker.io/library/nginx:latest").
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import ClassVar
 
 import numpy as np
 
 from secondary_scheduler.framework.aliases import IntArray, Slots
+from secondary_scheduler.framework.events import ClusterEventWithHint
 from secondary_scheduler.framework.interface import CycleState, ScorePlugin
 from secondary_scheduler.framework.nodetable import NodeTable
 from secondary_scheduler.framework.podinfo import PodInfo
@@ -31,6 +33,10 @@ def normalized_image_name(name: str) -> str:
 
 class ImageLocality(ScorePlugin):
     name: ClassVar[str] = "ImageLocality"
+
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        """It never rejects a pod in a way a cluster event could undo."""
+        return ()
 
     def score(self, state: CycleState, pod: PodInfo, table: NodeTable, nodes: Slots) -> IntArray:
         images = [normalized_image_name(image) for image in pod.images]

@@ -8,12 +8,15 @@ Args: ``hardPodAffinityWeight`` (default 1) and ``ignorePreferredTermsOfExisting
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import ClassVar
 
 from secondary_scheduler.config.plugin_args import InterPodAffinityArgs
 from secondary_scheduler.framework.aliases import IntArray, Slots
 from secondary_scheduler.framework.args import args_mapping
+from secondary_scheduler.framework.events import NODE, POD, ActionType, ClusterEvent, ClusterEventWithHint
 from secondary_scheduler.framework.handle import Handle
+from secondary_scheduler.framework.hints import affinity_change_may_help
 from secondary_scheduler.framework.interface import (
     CycleState,
     FilterPlugin,
@@ -34,6 +37,17 @@ _PRE_SCORE_KEY = "PreScoreInterPodAffinity"
 class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
     name: ClassVar[str] = "InterPodAffinity"
     args_model = InterPodAffinityArgs
+
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        pod_actions = ActionType.ADD | ActionType.UPDATE_POD_LABEL | ActionType.DELETE
+        labels = self.handle.namespace_labels
+        return (
+            ClusterEventWithHint(
+                ClusterEvent(POD, pod_actions),
+                lambda pod, old, new: affinity_change_may_help(pod, old, new, labels),
+            ),
+            ClusterEventWithHint(ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL)),
+        )
 
     def __init__(self, args: object, handle: Handle) -> None:
         super().__init__(args, handle)

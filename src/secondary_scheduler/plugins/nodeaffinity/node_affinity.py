@@ -8,6 +8,7 @@ best node has 100.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import ClassVar
 
 import numpy as np
@@ -15,6 +16,7 @@ import numpy as np
 from secondary_scheduler.config.plugin_args import NodeAffinityArgs
 from secondary_scheduler.framework.aliases import IntArray, Slots
 from secondary_scheduler.framework.args import args_mapping
+from secondary_scheduler.framework.events import NODE, ActionType, ClusterEvent, ClusterEventWithHint
 from secondary_scheduler.framework.handle import Handle
 from secondary_scheduler.framework.interface import (
     CycleState,
@@ -37,6 +39,9 @@ REASON_ENFORCED = "node(s) didn't match scheduler-enforced node affinity"
 class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
     name: ClassVar[str] = "NodeAffinity"
     args_model = NodeAffinityArgs
+
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        return (ClusterEventWithHint(ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL)),)
 
     def __init__(self, args: object, handle: Handle) -> None:
         super().__init__(args, handle)

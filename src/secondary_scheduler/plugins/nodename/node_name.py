@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import ClassVar
 
 from secondary_scheduler.framework.aliases import Slots
+from secondary_scheduler.framework.events import NODE, ActionType, ClusterEvent, ClusterEventWithHint
 from secondary_scheduler.framework.interface import CycleState, FilterPlugin, Rejection
 from secondary_scheduler.framework.nodetable import NodeTable
 from secondary_scheduler.framework.podinfo import PodInfo
@@ -14,6 +16,9 @@ REASON = "node(s) didn't match the requested node name"
 
 class NodeName(FilterPlugin):
     name: ClassVar[str] = "NodeName"
+
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        return (ClusterEventWithHint(ClusterEvent(NODE, ActionType.ADD)),)
 
     def filter(self, state: CycleState, pod: PodInfo, table: NodeTable, candidates: Slots) -> list[Rejection]:
         if not pod.node_name:

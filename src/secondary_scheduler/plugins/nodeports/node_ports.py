@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import ClassVar
 
 import numpy as np
 
 from secondary_scheduler.framework.aliases import Slots
+from secondary_scheduler.framework.events import NODE, POD, ActionType, ClusterEvent, ClusterEventWithHint
 from secondary_scheduler.framework.hostports import conflicts
 from secondary_scheduler.framework.interface import CycleState, FilterPlugin, PreFilterPlugin, Rejection
 from secondary_scheduler.framework.nodetable import NodeTable
@@ -18,6 +20,12 @@ REASON = "node(s) didn't have free ports for the requested pod ports"
 
 class NodePorts(PreFilterPlugin, FilterPlugin):
     name: ClassVar[str] = "NodePorts"
+
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        return (
+            ClusterEventWithHint(ClusterEvent(POD, ActionType.DELETE)),
+            ClusterEventWithHint(ClusterEvent(NODE, ActionType.ADD)),
+        )
 
     def pre_filter(self, state: CycleState, pod: PodInfo, table: NodeTable) -> Status:
         return SUCCESS if pod.host_ports else SKIP

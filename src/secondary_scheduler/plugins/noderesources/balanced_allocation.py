@@ -9,6 +9,7 @@ so scoring is skipped for them, as kube-scheduler has done since 1.32.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import ClassVar
 
 import numpy as np
@@ -16,6 +17,7 @@ import numpy as np
 from secondary_scheduler.config.plugin_args import NodeResourcesBalancedAllocationArgs
 from secondary_scheduler.framework.aliases import BoolArray, FloatArray, IntArray, Slots
 from secondary_scheduler.framework.args import args_mapping
+from secondary_scheduler.framework.events import ClusterEventWithHint
 from secondary_scheduler.framework.handle import Handle
 from secondary_scheduler.framework.interface import CycleState, PreScorePlugin, ScorePlugin
 from secondary_scheduler.framework.nodetable import NodeTable
@@ -59,6 +61,10 @@ def _standard_deviation(fractions: FloatArray, counted: BoolArray) -> FloatArray
 class BalancedAllocation(PreScorePlugin, ScorePlugin):
     name: ClassVar[str] = "NodeResourcesBalancedAllocation"
     args_model = NodeResourcesBalancedAllocationArgs
+
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        """It never rejects a pod in a way a cluster event could undo."""
+        return ()
 
     def __init__(self, args: object, handle: Handle) -> None:
         super().__init__(args, handle)

@@ -14,7 +14,7 @@ non-zero requests for cpu and memory.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -23,6 +23,7 @@ import numpy as np
 from secondary_scheduler.config.plugin_args import NodeResourcesFitArgs
 from secondary_scheduler.framework.aliases import IntArray, Slots
 from secondary_scheduler.framework.args import args_mapping
+from secondary_scheduler.framework.events import NODE, POD, ActionType, ClusterEvent, ClusterEventWithHint
 from secondary_scheduler.framework.handle import Handle
 from secondary_scheduler.framework.interface import (
     CycleState,
@@ -101,6 +102,13 @@ def _scorer(strategy: Mapping[str, Any]) -> Scorer:
 class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
     name: ClassVar[str] = "NodeResourcesFit"
     args_model = NodeResourcesFitArgs
+
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        """Room appears when an assigned pod goes or shrinks, or a node comes or grows."""
+        return (
+            ClusterEventWithHint(ClusterEvent(POD, ActionType.DELETE | ActionType.UPDATE_POD_SCALE_DOWN)),
+            ClusterEventWithHint(ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE)),
+        )
 
     def __init__(self, args: object, handle: Handle) -> None:
         super().__init__(args, handle)

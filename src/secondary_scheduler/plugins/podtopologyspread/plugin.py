@@ -9,12 +9,15 @@ not keep, so the args are accepted and pods without constraints are not spread.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import ClassVar
 
 import numpy as np
 
 from secondary_scheduler.config.plugin_args import PodTopologySpreadArgs
 from secondary_scheduler.framework.aliases import IntArray, Slots
+from secondary_scheduler.framework.events import NODE, POD, ActionType, ClusterEvent, ClusterEventWithHint
+from secondary_scheduler.framework.hints import spread_change_may_help
 from secondary_scheduler.framework.interface import (
     CycleState,
     FilterPlugin,
@@ -45,6 +48,16 @@ def _matching(state: CycleState, pod: PodInfo, table: NodeTable) -> MatchingPods
 class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
     name: ClassVar[str] = "PodTopologySpread"
     args_model = PodTopologySpreadArgs
+
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        pod_actions = ActionType.ADD | ActionType.UPDATE_POD_LABEL | ActionType.DELETE
+        node_actions = (
+            ActionType.ADD | ActionType.DELETE | ActionType.UPDATE_NODE_LABEL | ActionType.UPDATE_NODE_TAINT
+        )
+        return (
+            ClusterEventWithHint(ClusterEvent(POD, pod_actions), spread_change_may_help),
+            ClusterEventWithHint(ClusterEvent(NODE, node_actions)),
+        )
 
     def pre_filter(self, state: CycleState, pod: PodInfo, table: NodeTable) -> Status:
         if not any(item.when_unsatisfiable == DO_NOT_SCHEDULE for item in pod.spread_constraints):

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import ClassVar
 
+from secondary_scheduler.framework.events import ClusterEventWithHint
 from secondary_scheduler.framework.interface import QueuedPodInfo, QueueSortPlugin
 
 
 class PrioritySort(QueueSortPlugin):
     name: ClassVar[str] = "PrioritySort"
+
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        """It never rejects a pod in a way a cluster event could undo."""
+        return ()
 
     def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
         first, second = a.pod.priority, b.pod.priority

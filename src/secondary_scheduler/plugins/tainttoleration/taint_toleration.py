@@ -14,6 +14,7 @@ from typing import ClassVar
 import numpy as np
 
 from secondary_scheduler.framework.aliases import IntArray, Slots
+from secondary_scheduler.framework.events import NODE, ActionType, ClusterEvent, ClusterEventWithHint
 from secondary_scheduler.framework.interface import (
     CycleState,
     FilterPlugin,
@@ -47,6 +48,9 @@ class _PreferNoScheduleTolerations(tuple[Toleration, ...]):
 
 class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin):
     name: ClassVar[str] = "TaintToleration"
+
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        return (ClusterEventWithHint(ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT)),)
 
     def filter(self, state: CycleState, pod: PodInfo, table: NodeTable, candidates: Slots) -> list[Rejection]:
         verdicts: dict[Taint, bool] = {}

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 
 from secondary_scheduler.config.trimaran_args import TrimaranArgs
 from secondary_scheduler.framework.aliases import Slots
+from secondary_scheduler.framework.events import ClusterEventWithHint
 from secondary_scheduler.framework.handle import Handle
 from secondary_scheduler.framework.interface import CycleState, Plugin
 from secondary_scheduler.framework.nodetable import NodeTable
@@ -18,6 +20,10 @@ log = logging.getLogger(__name__)
 
 class TrimaranPlugin(Plugin):
     """Base of the Trimaran plugins: finds the shared services and this plugin's metric source."""
+
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        """It never rejects a pod in a way a cluster event could undo."""
+        return ()
 
     def __init__(self, args: TrimaranArgs, handle: Handle) -> None:
         super().__init__(args, handle)
