@@ -112,3 +112,41 @@ def test_heartbeats_do_not_requeue_but_a_label_change_does() -> None:
     assert queue.move_request_cycle == before
     handlers.node_event("MODIFIED", make_node("n1", cpu="2", labels={"zone": "a"}))
     assert queue.move_request_cycle == 5
+
+
+def test_a_pod_resized_in_place_holds_the_larger_size_until_the_resize_is_done() -> None:
+    table, _, _, handlers = setup()
+    pod = make_pod("r", requests={"cpu": "500m"}, node_name="n1")
+    handlers.pod_event("ADDED", pod)
+    assert cpu_requested(table, "n1") == 500
+    resized = {
+        **pod,
+        "spec": {**pod["spec"], "containers": [{"name": "app", "resources": {"requests": {"cpu": "1"}}}]},
+    }
+    resized["status"] = {"containerStatuses": [{"name": "app", "resources": {"requests": {"cpu": "500m"}}}]}
+    handlers.pod_event("MODIFIED", resized)
+    assert cpu_requested(table, "n1") == 1000  # max(spec, running)
+    shrunk = {
+        **resized,
+        "spec": {**pod["spec"], "containers": [{"name": "app", "resources": {"requests": {"cpu": "200m"}}}]},
+    }
+    shrunk["status"] = {"containerStatuses": [{"name": "app", "resources": {"requests": {"cpu": "1"}}}]}
+    handlers.pod_event("MODIFIED", shrunk)
+    assert cpu_requested(table, "n1") == 1000  # still running with 1 core
+    done = {
+        **shrunk,
+        "status": {"containerStatuses": [{"name": "app", "resources": {"requests": {"cpu": "200m"}}}]},
+    }
+    handlers.pod_event("MODIFIED", done)
+    assert cpu_requested(table, "n1") == 200
+
+
+def test_a_terminating_pod_is_re_read() -> None:
+    table, _, _, handlers = setup()
+    pod = make_pod("t", node_name="n1")
+    handlers.pod_event("ADDED", pod)
+    handlers.pod_event(
+        "MODIFIED", {**pod, "metadata": {**pod["metadata"], "deletionTimestamp": "2026-01-01T00:00:00Z"}}
+    )
+    slot = table.slot_of("n1")
+    assert slot is not None and table.pods[slot]["default/t"].terminating
