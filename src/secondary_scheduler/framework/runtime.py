@@ -397,11 +397,15 @@ class Framework:
         return PermitResult(SUCCESS)
 
     async def bind_cycle(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
-        """PreBind, Bind (the first bind plugin not returning Skip), PostBind; on failure, ``unreserve``."""
+        """PreBind, Bind (the first bind plugin not returning Skip), PostBind.
+
+        An error reads as kube-scheduler's (``running PreBind plugin "X": ...``); a rejection
+        keeps the plugin's own message. The caller unreserves on failure.
+        """
         for plugin in self.pre_bind_plugins:
             status = await plugin.pre_bind(state, pod, node_name)
             if not status.is_success:
-                return status.with_plugin(plugin.name)
+                return _named_failure(status, "PreBind", plugin.name)
         status = await self._run_bind(state, pod, node_name)
         if not status.is_success:
             return status
@@ -412,6 +416,14 @@ class Framework:
     async def _run_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         for plugin in self.bind_plugins:
             status = await plugin.bind(state, pod, node_name)
-            if not status.is_skip:
+            if status.is_success:
                 return status.with_plugin(plugin.name)
+            if not status.is_skip:
+                return _named_failure(status, "Bind", plugin.name)
         return Status.error(f"profile {self.scheduler_name!r}: no bind plugin bound pod {pod.key}")
+
+
+def _named_failure(status: Status, point: str, plugin: str) -> Status:
+    if status.is_rejected:
+        return status.with_plugin(plugin)
+    return Status.error(f'running {point} plugin "{plugin}": {status.message}').with_plugin(plugin)

@@ -96,13 +96,21 @@ class EventRecorder:
                 self._queue.task_done()
 
 
-async def set_unschedulable_condition(api: ApiClient, pod: PodInfo, message: str) -> None:
-    """PodScheduled=False, reason Unschedulable: skipped when the pod already says exactly that."""
+UNSCHEDULABLE = "Unschedulable"
+"""The pod fits nowhere (cluster-autoscaler reads this reason to add nodes)."""
+SCHEDULER_ERROR = "SchedulerError"
+"""Something failed that is not the pod's fault (an API error while binding, a plugin error)."""
+
+
+async def set_unschedulable_condition(
+    api: ApiClient, pod: PodInfo, message: str, reason: str = UNSCHEDULABLE
+) -> None:
+    """PodScheduled=False with ``reason``: skipped when the pod already says exactly that."""
     for condition in (pod.obj.get("status") or {}).get("conditions") or []:
         if (
             condition.get("type") == "PodScheduled"
             and condition.get("status") == "False"
-            and condition.get("reason") == "Unschedulable"
+            and condition.get("reason") == reason
             and condition.get("message") == message
         ):
             return
@@ -112,7 +120,7 @@ async def set_unschedulable_condition(api: ApiClient, pod: PodInfo, message: str
                 {
                     "type": "PodScheduled",
                     "status": "False",
-                    "reason": "Unschedulable",
+                    "reason": reason,
                     "message": message,
                     "lastProbeTime": None,
                     "lastTransitionTime": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),

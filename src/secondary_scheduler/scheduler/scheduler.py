@@ -16,8 +16,8 @@ from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
 
 from secondary_scheduler.config.model import SchedulerConfiguration
+from secondary_scheduler.framework.events import POD, ActionType, ClusterEvent
 from secondary_scheduler.framework.handle import Handle
-from secondary_scheduler.framework.events import ActionType, ClusterEvent
 from secondary_scheduler.framework.informers import Informer
 from secondary_scheduler.framework.interface import CycleState, Plugin
 from secondary_scheduler.framework.nodetable import NodeTable
@@ -31,7 +31,7 @@ from secondary_scheduler.kube.store import Fanout
 
 from .assumed import AssumedPods
 from .eventhandlers import EventHandlers
-from .events import EventRecorder, set_unschedulable_condition
+from .events import SCHEDULER_ERROR, UNSCHEDULABLE, EventRecorder, set_unschedulable_condition
 from .metrics import SchedulerMetrics
 from .queue import QueuedPod, SchedulingQueue
 
@@ -234,7 +234,8 @@ class Scheduler:
         log.info("unable to schedule pod %s: %s", pod.key, message)
         self.queue.requeue_failed(item, unschedulable=unschedulable, rejectors=rejectors)
         self.events.failed(pod, profile, message)
-        self._spawn(set_unschedulable_condition(self.api, pod, message), name=f"condition-{pod.key}")
+        reason = UNSCHEDULABLE if unschedulable else SCHEDULER_ERROR
+        self._spawn(set_unschedulable_condition(self.api, pod, message, reason), name=f"condition-{pod.key}")
 
     async def _binding_cycle(
         self,
@@ -263,7 +264,10 @@ class Scheduler:
         if not status.is_success:
             framework.unreserve(state, pod, node)
             self.assumed.forget(pod)
-            self._failed(item, profile, f"Binding rejected: {status.message}", started, unschedulable=False)
+            # The room the pod held is free again: pods waiting for room may fit now.
+            self._cluster_event(ClusterEvent(POD, ActionType.DELETE), pod, None)
+            rejectors = frozenset({status.plugin} if status.is_rejected and status.plugin else ())
+            self._failed(item, profile, status.message, started, status.is_rejected, rejectors)
             return
         self.assumed.finish_binding(pod)
         self.queue.done(pod.key)

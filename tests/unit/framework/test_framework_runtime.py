@@ -354,7 +354,7 @@ async def test_binder_failures_become_error_statuses() -> None:
     status = await fw.bind_cycle(CycleState(), pod_info("p"), "a")
     assert (status.code, status.message, status.plugin) == (
         Code.ERROR,
-        "binding rejected: conflict",
+        'running Bind plugin "DefaultBinder": conflict',
         "DefaultBinder",
     )
 

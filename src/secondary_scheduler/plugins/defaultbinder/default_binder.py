@@ -9,6 +9,7 @@ from secondary_scheduler.framework.events import ClusterEventWithHint
 from secondary_scheduler.framework.interface import BindPlugin, CycleState
 from secondary_scheduler.framework.podinfo import PodInfo
 from secondary_scheduler.framework.status import SUCCESS, Status
+from secondary_scheduler.kube.client import ApiError
 
 
 class DefaultBinder(BindPlugin):
@@ -24,6 +25,8 @@ class DefaultBinder(BindPlugin):
             return Status.error("DefaultBinder needs a binder in the framework handle")
         try:
             await binder(pod, node_name)
-        except Exception as error:  # any API failure is the pod's bind error; the runtime retries it
-            return Status.error(f"binding rejected: {error}")
+        except ApiError as error:  # the API server's own words, as client-go's error string
+            return Status.error(error.message or str(error))
+        except Exception as error:  # any other failure is the pod's bind error; the runtime retries it
+            return Status.error(str(error) or type(error).__name__)
         return SUCCESS
