@@ -33,6 +33,58 @@ _TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 _Scalar = TypeVar("_Scalar", bound=np.generic)
 
 
+ZONE_LABEL = "topology.kubernetes.io/zone"
+REGION_LABEL = "topology.kubernetes.io/region"
+_BETA_ZONE_LABEL = "failure-domain.beta.kubernetes.io/zone"
+_BETA_REGION_LABEL = "failure-domain.beta.kubernetes.io/region"
+
+
+def zone_key(labels: Mapping[str, str]) -> str:
+    """A node's zone identity, region and zone together ("" when it has neither), as upstream's GetZoneKey."""
+    zone = labels.get(ZONE_LABEL, labels.get(_BETA_ZONE_LABEL, ""))
+    region = labels.get(REGION_LABEL, labels.get(_BETA_REGION_LABEL, ""))
+    return f"{region}:\x00:{zone}" if region or zone else ""
+
+
+class _ZoneTree:
+    """Node names per zone, zones in order of first appearance: the filters' visiting order."""
+
+    def __init__(self) -> None:
+        self._zone_of: dict[str, str] = {}
+        self._nodes: dict[str, list[str]] = {}
+        """Zone -> its nodes in the order they were added (dicts keep the zones' order)."""
+        self._cached: Slots | None = None
+
+    def add(self, name: str, zone: str) -> None:
+        """Add a node, or move it to the end of its new zone if its zone changed."""
+        current = self._zone_of.get(name)
+        if current == zone:
+            return
+        if current is not None:
+            self.remove(name)
+        self._zone_of[name] = zone
+        self._nodes.setdefault(zone, []).append(name)
+        self._cached = None
+
+    def remove(self, name: str) -> None:
+        zone = self._zone_of.pop(name, None)
+        if zone is None:
+            return
+        nodes = self._nodes[zone]
+        nodes.remove(name)
+        if not nodes:
+            del self._nodes[zone]
+        self._cached = None
+
+    def order(self, slots: Mapping[str, int]) -> Slots:
+        if self._cached is None:
+            zones = list(self._nodes.values())
+            depth = max((len(nodes) for nodes in zones), default=0)
+            names = [nodes[level] for level in range(depth) for nodes in zones if level < len(nodes)]
+            self._cached = np.array([slots[name] for name in names], dtype=np.intp)
+        return self._cached
+
+
 def _with_rows(array: npt.NDArray[_Scalar], extra: int) -> npt.NDArray[_Scalar]:
     return np.concatenate([array, np.zeros((extra, *array.shape[1:]), dtype=array.dtype)])
 
@@ -72,6 +124,7 @@ class NodeTable:
         self._by_namespace: dict[str, dict[str, tuple[PodInfo, int]]] = {}
         self._with_affinity: dict[str, tuple[PodInfo, int]] = {}
         self._label_columns: dict[str, LabelColumn] = {}
+        self._zones = _ZoneTree()
 
     @classmethod
     def from_objects(
@@ -103,6 +156,14 @@ class NodeTable:
         """Slots holding a node, in slot order (the order filters visit nodes in)."""
         return np.flatnonzero(self.active[: self._used])
 
+    def node_order(self) -> Slots:
+        """Slots in the order filters visit them: zone by zone, round robin (kube-scheduler's nodeTree).
+
+        With percentageOfNodesToScore below 100 a cycle stops after enough feasible nodes;
+        interleaving zones makes those nodes come from every zone, not from the first one.
+        """
+        return self._zones.order(self._slots)
+
     def slot_of(self, node_name: str) -> int | None:
         return self._slots.get(node_name)
 
@@ -120,6 +181,7 @@ class NodeTable:
         self.names[slot] = name
         self.active[slot] = True
         self._set_node_fields(slot, node)
+        self._zones.add(name, zone_key(self.labels[slot]))
         for pod in self._waiting.pop(name, {}).values():
             self._place(slot, pod)
         return slot
@@ -130,12 +192,14 @@ class NodeTable:
         if slot is None:
             return self.add_node(node)
         self._set_node_fields(slot, node)
+        self._zones.add(self.names[slot], zone_key(self.labels[slot]))
         return slot
 
     def remove_node(self, name: str) -> None:
         slot = self._slots.pop(name, None)
         if slot is None:
             return
+        self._zones.remove(name)
         waiting = self._waiting.setdefault(name, {})
         for key, pod in list(self.pods[slot].items()):
             self._unplace(slot, pod)

@@ -247,7 +247,7 @@ class Framework:
         return rejection
 
     def _run_filters(self, state: CycleState, pod: PodInfo, table: NodeTable) -> _FilterPass:
-        active = table.active_slots()
+        active = table.node_order()
         count = len(active)
         start = self._next_start_index % count
         candidates = np.concatenate([active[start:], active[:start]])

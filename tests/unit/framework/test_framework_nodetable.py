@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from tests.unit.framework.kubeobjects import container, make_node, make_pod, pod_info
+from tests.unit.framework.kubeobjects import container, make_node, make_pod, pod_info, table_of
 
 from secondary_scheduler.framework import NodeTable
 from secondary_scheduler.framework.resources import CPU_COLUMN, MEMORY_COLUMN, PODS_COLUMN
@@ -162,3 +162,17 @@ def test_label_columns_forget_values_of_departed_nodes() -> None:
     column = table.label_column("kubernetes.io/hostname")
     assert len(column.values) <= 2 * table.num_nodes + 64
     assert column.values[column.codes[table.slot_of("last")]] == "last"
+
+
+def test_nodes_are_visited_zone_by_zone_round_robin() -> None:
+    zones = {"a1": "a", "a2": "a", "a3": "a", "b1": "b", "c1": "c", "c2": "c", "none": ""}
+    nodes = [
+        make_node(name, labels={"topology.kubernetes.io/zone": zone} if zone else {})
+        for name, zone in zones.items()
+    ]
+    table = table_of(nodes)
+    order = [table.names[slot] for slot in table.node_order()]
+    assert order == ["a1", "b1", "c1", "none", "a2", "c2", "a3"]
+    table.remove_node("b1")
+    table.update_node(make_node("a1", labels={"topology.kubernetes.io/zone": "c"}))
+    assert [table.names[slot] for slot in table.node_order()] == ["a2", "c1", "none", "a3", "c2", "a1"]
