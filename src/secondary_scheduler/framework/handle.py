@@ -27,7 +27,6 @@ from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from secondary_scheduler.framework.affinityterms import NamespaceLabels, namespace_name_only
 from secondary_scheduler.framework.informers import Informer, Informers, Resource
 from secondary_scheduler.framework.waiting import WaitingPods
 
@@ -94,8 +93,6 @@ class Handle:
     """Seconds, monotonic: for plugins that time things (metrics freshness)."""
     wall_clock: Callable[[], float] = time.time
     """Unix seconds; stopped at the snapshot's ``now`` under ``secsched score``."""
-    namespace_labels: NamespaceLabels = namespace_name_only
-    """Labels of a namespace, for affinity terms with a namespaceSelector."""
     event_sink: EventSink | None = None
     """Where ``record_event`` sends Events (the scheduler's recorder); None drops them."""
     snapshot: Snapshot | None = None

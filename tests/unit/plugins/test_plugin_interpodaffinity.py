@@ -93,13 +93,24 @@ def test_terms_select_their_own_namespace_by_default() -> None:
     assert rejections(plugin(), named, table) == {"c": [AFFINITY], "d": [AFFINITY]}
 
 
-def test_namespace_labels_come_from_the_handle() -> None:
-    table = table_of(nodes(), [db_on("a", namespace="team-a")])
-    handle = Handle(namespace_labels=lambda namespace: {"team": namespace.removeprefix("team-")})
+def test_namespace_selectors_read_the_namespaces_labels() -> None:
+    table = table_of(nodes(), [db_on("a", namespace="team-a"), db_on("c", namespace="team-c")])
+    handle = Handle()
+    affinity = InterPodAffinity(None, handle)  # asks for the Namespaces informer
+    handle.informers.fill(
+        [
+            {
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {"name": f"team-{team}", "labels": {"team": team}},
+            }
+            for team in "ac"
+        ]
+    )
     pod = pod_info(
         "p", affinity=required("podAffinity", term("db", namespaceSelector={"matchLabels": {"team": "a"}}))
     )
-    assert rejections(InterPodAffinity(None, handle), pod, table) == {"c": [AFFINITY], "d": [AFFINITY]}
+    assert rejections(affinity, pod, table) == {"c": [AFFINITY], "d": [AFFINITY]}
 
 
 def test_pods_without_terms_skip_the_filter() -> None:

@@ -1,22 +1,24 @@
 """The InterPodAffinity plugin: required terms filter, preferred terms score.
 
 Namespaces of a term come from ``namespaces`` or from ``namespaceSelector`` matched against
-the labels the handle's ``namespace_labels`` lookup returns (by default only
-``kubernetes.io/metadata.name``, which covers selecting namespaces by name).
+the namespaces' labels, read from the Namespaces informer (in a ``score`` snapshot without
+Namespace objects a namespace is known by its ``kubernetes.io/metadata.name`` label only).
 Args: ``hardPodAffinityWeight`` (default 1) and ``ignorePreferredTermsOfExistingPods``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
 from secondary_scheduler.config.plugin_args import InterPodAffinityArgs
+from secondary_scheduler.framework.affinityterms import namespace_name_only
 from secondary_scheduler.framework.aliases import IntArray, Slots
 from secondary_scheduler.framework.args import args_mapping
 from secondary_scheduler.framework.events import NODE, POD, ActionType, ClusterEvent, ClusterEventWithHint
 from secondary_scheduler.framework.handle import Handle
 from secondary_scheduler.framework.hints import affinity_change_may_help
+from secondary_scheduler.framework.informers import NAMESPACES
 from secondary_scheduler.framework.interface import (
     CycleState,
     FilterPlugin,
@@ -40,7 +42,7 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         pod_actions = ActionType.ADD | ActionType.UPDATE_POD_LABEL | ActionType.DELETE
-        labels = self.handle.namespace_labels
+        labels = self.namespace_labels
         return (
             ClusterEventWithHint(
                 ClusterEvent(POD, pod_actions),
@@ -51,14 +53,22 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
 
     def __init__(self, args: object, handle: Handle) -> None:
         super().__init__(args, handle)
+        self._namespaces = handle.informer(NAMESPACES)
         raw = args_mapping(args)
         self.hard_pod_affinity_weight = int(raw.get("hardPodAffinityWeight", 1))
         self.ignore_preferred_terms_of_existing_pods = bool(
             raw.get("ignorePreferredTermsOfExistingPods", False)
         )
 
+    def namespace_labels(self, namespace: str) -> Mapping[str, str]:
+        """A namespace's labels, for terms with a namespaceSelector."""
+        known = self._namespaces.get(namespace)
+        if known is None:
+            return namespace_name_only(namespace)
+        return (known.get("metadata") or {}).get("labels") or {}
+
     def pre_filter(self, state: CycleState, pod: PodInfo, table: NodeTable) -> Status:
-        prepared = filtering.filter_state(table, pod, self.handle.namespace_labels)
+        prepared = filtering.filter_state(table, pod, self.namespace_labels)
         if not (
             prepared.existing_anti_affinity or pod.required_affinity_terms or pod.required_anti_affinity_terms
         ):
@@ -67,7 +77,7 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         return SUCCESS
 
     def filter(self, state: CycleState, pod: PodInfo, table: NodeTable, candidates: Slots) -> list[Rejection]:
-        labels = self.handle.namespace_labels
+        labels = self.namespace_labels
         prepared = state.read(_PRE_FILTER_KEY, filtering.FilterState) or filtering.filter_state(
             table, pod, labels
         )
@@ -77,7 +87,7 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         return scoring.score_state(
             table,
             pod,
-            self.handle.namespace_labels,
+            self.namespace_labels,
             self.hard_pod_affinity_weight,
             self.ignore_preferred_terms_of_existing_pods,
         )
