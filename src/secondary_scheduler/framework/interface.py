@@ -15,6 +15,7 @@ from typing import Any, ClassVar, NamedTuple, Protocol, TypeVar
 from secondary_scheduler.config.base import ConfigModel
 from secondary_scheduler.config.model import ExtensionPoint
 from secondary_scheduler.framework.aliases import BoolArray, IntArray, Slots
+from secondary_scheduler.framework.args import validated_args
 from secondary_scheduler.framework.diagnosis import Diagnosis
 from secondary_scheduler.framework.events import ClusterEventWithHint
 from secondary_scheduler.framework.handle import Handle
@@ -23,6 +24,7 @@ from secondary_scheduler.framework.podinfo import PodInfo
 from secondary_scheduler.framework.status import Status
 
 _Data = TypeVar("_Data")
+_PluginT = TypeVar("_PluginT", bound="Plugin")
 
 
 class Note(Protocol):
@@ -94,6 +96,11 @@ class Plugin:
 
     def __init__(self, args: Any, handle: Handle) -> None:
         self.handle = handle
+
+    @classmethod
+    def build(cls: type[_PluginT], args: object, handle: Handle) -> _PluginT:
+        """The plugin as the framework builds it: ``args`` validated by ``args_model`` (None: defaults)."""
+        return cls(validated_args(cls, args), handle)
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint] | None:
         """The cluster events that can undo this plugin's rejections (None: any event can).

@@ -13,6 +13,7 @@ from secondary_scheduler.config.trimaran_args import (
     LowRiskOverCommitmentArgs,
     TargetLoadPackingArgs,
 )
+from secondary_scheduler.plugins.registry import in_tree_registry
 
 Load = Callable[..., LoadResult]
 Errors = Callable[..., list[Problem]]
@@ -25,7 +26,9 @@ def with_args(plugin: str, args: str, score: bool = True) -> str:
 
 
 def test_the_catalog_matches_the_brief() -> None:
-    assert {name: sorted(p.value for p in spec.extension_points) for name, spec in CATALOG.items()} == {
+    in_tree = in_tree_registry()
+    shipped = {name: spec for name, spec in CATALOG.items() if name in in_tree}
+    assert {name: sorted(p.value for p in spec.extension_points) for name, spec in shipped.items()} == {
         "PrioritySort": ["queueSort"],
         "SchedulingGates": ["preEnqueue"],
         "NodeUnschedulable": ["filter"],

@@ -7,7 +7,7 @@ from typing import Any
 from tests.unit.framework.kubeobjects import make_node, make_pod, pod_info, table_of
 from tests.unit.plugins.pluginruns import raw_and_normalized, rejections
 
-from secondary_scheduler.framework import Handle
+from secondary_scheduler.framework import Handle, PodInfo
 from secondary_scheduler.plugins.podtopologyspread import PodTopologySpread
 
 SKEW = "node(s) didn't match pod topology spread constraints"
@@ -50,7 +50,7 @@ def spread(*constraints: dict[str, Any], **fields: Any) -> Any:
 def test_nodes_whose_zone_would_exceed_max_skew_are_rejected() -> None:
     table = table_of(zones(), foo_pods("a", "a", "c"))
     # z1: 2 + 1 - 1 = 2 > 1; z2: 1 + 1 - 1 = 1
-    assert rejections(PodTopologySpread(None, Handle()), spread(constraint()), table) == {
+    assert rejections(PodTopologySpread.build(None, Handle()), spread(constraint()), table) == {
         "a": [SKEW],
         "b": [SKEW],
         "x": [MISSING],
@@ -59,7 +59,7 @@ def test_nodes_whose_zone_would_exceed_max_skew_are_rejected() -> None:
 
 def test_a_larger_max_skew_tolerates_it() -> None:
     table = table_of(zones(), foo_pods("a", "a", "c"))
-    assert rejections(PodTopologySpread(None, Handle()), spread(constraint(max_skew=2)), table) == {
+    assert rejections(PodTopologySpread.build(None, Handle()), spread(constraint(max_skew=2)), table) == {
         "x": [MISSING]
     }
 
@@ -67,7 +67,7 @@ def test_a_larger_max_skew_tolerates_it() -> None:
 def test_min_domains_counts_the_minimum_as_zero_until_reached() -> None:
     table = table_of(zones(), foo_pods("a", "c"))
     # two zones < minDomains 3: minimum is 0, so 1 + 1 - 0 = 2 > 1 everywhere
-    rejected = rejections(PodTopologySpread(None, Handle()), spread(constraint(minDomains=3)), table)
+    rejected = rejections(PodTopologySpread.build(None, Handle()), spread(constraint(minDomains=3)), table)
     assert rejected == {"a": [SKEW], "b": [SKEW], "c": [SKEW], "d": [SKEW], "x": [MISSING]}
 
 
@@ -76,7 +76,7 @@ def test_pods_elsewhere_and_terminating_pods_do_not_count() -> None:
     leaving["metadata"]["deletionTimestamp"] = "2025-01-01T00:00:00Z"
     table = table_of(zones(), [*foo_pods("a"), *foo_pods("c", namespace="other"), leaving])
     # counted: z1 = 1, z2 = 0 -> z1 would be at skew 2
-    assert rejections(PodTopologySpread(None, Handle()), spread(constraint()), table) == {
+    assert rejections(PodTopologySpread.build(None, Handle()), spread(constraint()), table) == {
         "a": [SKEW],
         "b": [SKEW],
         "x": [MISSING],
@@ -87,9 +87,9 @@ def test_node_affinity_policy_honor_ignores_zones_the_pod_cannot_use() -> None:
     table = table_of(zones(), foo_pods("a", "a"))
     pod = spread(constraint(), nodeSelector={"zone": "z1"})
     # z2 is excluded by the node selector, so z1 alone sets the minimum: 2 + 1 - 2 = 1
-    assert rejections(PodTopologySpread(None, Handle()), pod, table) == {"x": [MISSING]}
+    assert rejections(PodTopologySpread.build(None, Handle()), pod, table) == {"x": [MISSING]}
     ignoring = spread(constraint(nodeAffinityPolicy="Ignore"), nodeSelector={"zone": "z1"})
-    assert rejections(PodTopologySpread(None, Handle()), ignoring, table) == {
+    assert rejections(PodTopologySpread.build(None, Handle()), ignoring, table) == {
         "a": [SKEW],
         "b": [SKEW],
         "x": [MISSING],
@@ -102,8 +102,8 @@ def test_node_taints_policy_honor_ignores_tainted_nodes() -> None:
     nodes[3]["spec"]["taints"] = [{"key": "k", "effect": "NoSchedule"}]
     table = table_of(nodes, foo_pods("a"))
     honoring = spread(constraint(nodeTaintsPolicy="Honor"))
-    assert rejections(PodTopologySpread(None, Handle()), honoring, table) == {"x": [MISSING]}
-    assert rejections(PodTopologySpread(None, Handle()), spread(constraint()), table) == {
+    assert rejections(PodTopologySpread.build(None, Handle()), honoring, table) == {"x": [MISSING]}
+    assert rejections(PodTopologySpread.build(None, Handle()), spread(constraint()), table) == {
         "a": [SKEW],
         "b": [SKEW],
         "x": [MISSING],
@@ -121,7 +121,7 @@ def test_match_label_keys_narrow_the_selector_to_the_pods_own_values() -> None:
         "p", labels={"foo": "", "rev": "2"}, topologySpreadConstraints=[constraint(matchLabelKeys=["rev"])]
     )
     # only rev=2 counts: z1 = 0, z2 = 1 -> z2 would be at 2 - 0 = 2
-    assert rejections(PodTopologySpread(None, Handle()), pod, table) == {
+    assert rejections(PodTopologySpread.build(None, Handle()), pod, table) == {
         "c": [SKEW],
         "d": [SKEW],
         "x": [MISSING],
@@ -131,14 +131,18 @@ def test_match_label_keys_narrow_the_selector_to_the_pods_own_values() -> None:
 def test_schedule_anyway_constraints_do_not_filter() -> None:
     table = table_of(zones(), foo_pods("a", "a", "c"))
     assert (
-        rejections(PodTopologySpread(None, Handle()), spread(constraint(when="ScheduleAnyway")), table) == {}
+        rejections(PodTopologySpread.build(None, Handle()), spread(constraint(when="ScheduleAnyway")), table)
+        == {}
     )
 
 
 def test_scoring_prefers_the_emptier_zone() -> None:
     table = table_of(zones(), foo_pods("a", "a"))
     raw, normalized = raw_and_normalized(
-        PodTopologySpread(None, Handle()), spread(constraint(when="ScheduleAnyway")), table, ["a", "c", "x"]
+        PodTopologySpread.build(None, Handle()),
+        spread(constraint(when="ScheduleAnyway")),
+        table,
+        ["a", "c", "x"],
     )
     # two zones: weight ln(4) = 1.386; a: round(2 * 1.386) = 3, c: 0; x lacks the label: ignored
     assert raw == {"a": 3, "c": 0, "x": 0}
@@ -148,7 +152,7 @@ def test_scoring_prefers_the_emptier_zone() -> None:
 def test_scoring_by_hostname_counts_pods_on_the_node() -> None:
     table = table_of(zones(), foo_pods("a", "b", "b", "b"))
     pod = spread(constraint(max_skew=2, key="kubernetes.io/hostname", when="ScheduleAnyway"))
-    raw, normalized = raw_and_normalized(PodTopologySpread(None, Handle()), pod, table, ["a", "b", "c"])
+    raw, normalized = raw_and_normalized(PodTopologySpread.build(None, Handle()), pod, table, ["a", "b", "c"])
     # three nodes: weight ln(5) = 1.609; each node adds maxSkew - 1 = 1
     # a: round(1.609 + 1) = 3, b: round(3 * 1.609 + 1) = 6, c: 1
     assert raw == {"a": 3, "b": 6, "c": 1}
@@ -158,5 +162,60 @@ def test_scoring_by_hostname_counts_pods_on_the_node() -> None:
 
 def test_without_constraints_both_filter_and_score_skip() -> None:
     table = table_of(zones())
-    assert rejections(PodTopologySpread(None, Handle()), pod_info("p"), table) == {}
-    assert raw_and_normalized(PodTopologySpread(None, Handle()), pod_info("p"), table) == ({}, {})
+    assert rejections(PodTopologySpread.build(None, Handle()), pod_info("p"), table) == {}
+    assert raw_and_normalized(PodTopologySpread.build(None, Handle()), pod_info("p"), table) == ({}, {})
+
+
+REPLICA_SET = {
+    "apiVersion": "apps/v1",
+    "kind": "ReplicaSet",
+    "metadata": {"name": "web-1234", "namespace": "default"},
+    "spec": {"selector": {"matchLabels": {"app": "web"}}},
+}
+OWNED = {
+    "ownerReferences": [
+        {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-1234", "controller": True}
+    ]
+}
+
+
+def replica(name: str, node: str | None = None) -> dict[str, Any]:
+    pod = make_pod(name, node_name=node, labels={"app": "web"})
+    pod["metadata"].update(OWNED)
+    return pod
+
+
+def hosts() -> list[dict[str, Any]]:
+    return [make_node(name, labels={"kubernetes.io/hostname": name}) for name in ("a", "b")]
+
+
+def test_system_defaults_spread_a_replica_set_by_hostname() -> None:
+    handle = Handle()
+    plugin = PodTopologySpread.build(None, handle)
+    handle.informers.fill([REPLICA_SET])
+    table = table_of(hosts(), [replica(f"web-{index}", "a") for index in range(3)])
+    pod = PodInfo.from_pod(replica("web-3"))
+    # hostname (maxSkew 3, weight ln 4): a = round(3 * 1.386 + 2) = 6, b = 2; the zone
+    # constraint adds nothing (no zone labels) but, under the system defaults, ignores no node.
+    assert raw_and_normalized(plugin, pod, table) == ({"a": 6, "b": 2}, {"a": 33, "b": 100})
+
+
+def test_a_pod_nothing_selects_gets_no_default_constraints() -> None:
+    handle = Handle()
+    plugin = PodTopologySpread.build(None, handle)
+    table = table_of(hosts(), [replica(f"web-{index}", "a") for index in range(3)])
+    assert raw_and_normalized(plugin, pod_info("lonely", labels={"app": "web"}), table) == ({}, {})
+
+
+def test_list_defaults_with_do_not_schedule_filter_replicas() -> None:
+    handle = Handle()
+    args = {
+        "defaultingType": "List",
+        "defaultConstraints": [
+            {"maxSkew": 1, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "DoNotSchedule"}
+        ],
+    }
+    plugin = PodTopologySpread.build(args, handle)
+    handle.informers.fill([REPLICA_SET])
+    table = table_of(hosts(), [replica("web-0", "a")])
+    assert rejections(plugin, PodInfo.from_pod(replica("web-1")), table) == {"a": [SKEW]}

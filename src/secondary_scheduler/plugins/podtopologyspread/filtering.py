@@ -9,6 +9,7 @@ topology label is unresolvable.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,7 +18,7 @@ from secondary_scheduler.framework.aliases import IntArray, Slots
 from secondary_scheduler.framework.interface import Rejection
 from secondary_scheduler.framework.labelcolumn import LabelColumn
 from secondary_scheduler.framework.nodetable import NodeTable
-from secondary_scheduler.framework.podinfo import DO_NOT_SCHEDULE, PodInfo, SpreadConstraint
+from secondary_scheduler.framework.podinfo import PodInfo, SpreadConstraint
 from secondary_scheduler.plugins.podtopologyspread.common import (
     MatchingPods,
     have_all_keys,
@@ -45,8 +46,10 @@ class FilterState:
     domains: tuple[_Domains, ...]
 
 
-def filter_state(table: NodeTable, pod: PodInfo, matching: MatchingPods) -> FilterState:
-    constraints = [item for item in pod.spread_constraints if item.when_unsatisfiable == DO_NOT_SCHEDULE]
+def filter_state(
+    table: NodeTable, pod: PodInfo, constraints: Sequence[SpreadConstraint], matching: MatchingPods
+) -> FilterState:
+    """The domains' counts for the pod's DoNotSchedule ``constraints`` (its own, or the defaults)."""
     slots = table.active_slots()
     eligible_everywhere = have_all_keys(table, slots, constraints)
     domains = []

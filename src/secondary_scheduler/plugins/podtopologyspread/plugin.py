@@ -1,10 +1,8 @@
 """The PodTopologySpread plugin: DoNotSchedule constraints filter, ScheduleAnyway ones score.
 
-Only the pod's own ``topologySpreadConstraints`` are used. kube-scheduler also applies
-cluster-level default constraints (``defaultConstraints``, or the system defaults: zone and
-hostname spreading with a selector derived from the pod's Services and ReplicaSets or
-StatefulSets); finding those owners needs Service and workload listers this scheduler does
-not keep, so the args are accepted and pods without constraints are not spread.
+A pod's own ``topologySpreadConstraints`` apply; a pod without any gets the default ones
+(``defaults.py``: the system defaults, or the args' ``defaultConstraints`` with
+``defaultingType: List``) over the pods its Services and controller select.
 """
 
 from __future__ import annotations
@@ -17,6 +15,7 @@ import numpy as np
 from secondary_scheduler.config.plugin_args import PodTopologySpreadArgs
 from secondary_scheduler.framework.aliases import IntArray, Slots
 from secondary_scheduler.framework.events import NODE, POD, ActionType, ClusterEvent, ClusterEventWithHint
+from secondary_scheduler.framework.handle import Handle
 from secondary_scheduler.framework.hints import spread_change_may_help
 from secondary_scheduler.framework.interface import (
     CycleState,
@@ -27,10 +26,11 @@ from secondary_scheduler.framework.interface import (
     ScorePlugin,
 )
 from secondary_scheduler.framework.nodetable import NodeTable
-from secondary_scheduler.framework.podinfo import DO_NOT_SCHEDULE, PodInfo
+from secondary_scheduler.framework.podinfo import DO_NOT_SCHEDULE, SCHEDULE_ANYWAY, PodInfo, SpreadConstraint
 from secondary_scheduler.framework.status import SKIP, SUCCESS, Status
 from secondary_scheduler.plugins.podtopologyspread import filtering, scoring
 from secondary_scheduler.plugins.podtopologyspread.common import MatchingPods
+from secondary_scheduler.plugins.podtopologyspread.defaults import DefaultConstraints
 
 _MATCHING_KEY = "MatchingPodsPodTopologySpread"
 _PRE_FILTER_KEY = "PreFilterPodTopologySpread"
@@ -59,21 +59,44 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
             ClusterEventWithHint(ClusterEvent(NODE, node_actions)),
         )
 
+    def __init__(self, args: PodTopologySpreadArgs, handle: Handle) -> None:
+        super().__init__(args, handle)
+        self.defaults = DefaultConstraints(args, handle)
+
+    def constraints(self, pod: PodInfo, action: str) -> list[SpreadConstraint]:
+        """The pod's own constraints with ``whenUnsatisfiable == action``, or else the defaults."""
+        if pod.spread_constraints:
+            return [item for item in pod.spread_constraints if item.when_unsatisfiable == action]
+        return self.defaults.for_pod(pod, action)
+
+    def _filter_state(self, state: CycleState, pod: PodInfo, table: NodeTable) -> filtering.FilterState:
+        constraints = self.constraints(pod, DO_NOT_SCHEDULE)
+        return filtering.filter_state(table, pod, constraints, _matching(state, pod, table))
+
+    def _score_state(
+        self, state: CycleState, pod: PodInfo, table: NodeTable, nodes: Slots
+    ) -> scoring.ScoreState | None:
+        # Only the system defaults score nodes that lack a topology label (upstream's requireAllTopologies).
+        require_all = bool(pod.spread_constraints) or not self.defaults.system_defaulted
+        constraints = self.constraints(pod, SCHEDULE_ANYWAY)
+        return scoring.score_state(table, pod, nodes, constraints, _matching(state, pod, table), require_all)
+
     def pre_filter(self, state: CycleState, pod: PodInfo, table: NodeTable) -> Status:
-        if not any(item.when_unsatisfiable == DO_NOT_SCHEDULE for item in pod.spread_constraints):
+        prepared = self._filter_state(state, pod, table)
+        if not prepared.domains:
             return SKIP
-        state.write(_PRE_FILTER_KEY, filtering.filter_state(table, pod, _matching(state, pod, table)))
+        state.write(_PRE_FILTER_KEY, prepared)
         return SUCCESS
 
     def filter(self, state: CycleState, pod: PodInfo, table: NodeTable, candidates: Slots) -> list[Rejection]:
         prepared = state.read(_PRE_FILTER_KEY, filtering.FilterState)
         if prepared is None:  # PreFilter is not enabled
-            prepared = filtering.filter_state(table, pod, _matching(state, pod, table))
+            prepared = self._filter_state(state, pod, table)
             state.write(_PRE_FILTER_KEY, prepared)
         return filtering.rejections(prepared, candidates)
 
     def pre_score(self, state: CycleState, pod: PodInfo, table: NodeTable, nodes: Slots) -> Status:
-        prepared = scoring.score_state(table, pod, nodes, _matching(state, pod, table))
+        prepared = self._score_state(state, pod, table, nodes)
         if prepared is None:
             return SKIP
         state.write(_PRE_SCORE_KEY, prepared)
@@ -82,7 +105,7 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
     def score(self, state: CycleState, pod: PodInfo, table: NodeTable, nodes: Slots) -> IntArray:
         prepared = state.read(_PRE_SCORE_KEY, scoring.ScoreState)
         if prepared is None:  # PreScore is not enabled: prepare here, and keep it for normalize
-            prepared = scoring.score_state(table, pod, nodes, _matching(state, pod, table))
+            prepared = self._score_state(state, pod, table, nodes)
             if prepared is None:
                 return np.zeros(len(nodes), dtype=np.int64)
             state.write(_PRE_SCORE_KEY, prepared)
