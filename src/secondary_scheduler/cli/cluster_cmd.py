@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import Any
 
 import click
 from rich.table import Table
@@ -13,6 +14,7 @@ from secondary_scheduler.cluster import versions
 from secondary_scheduler.cluster.localcluster import ClusterError, ClusterOptions, LocalCluster
 from secondary_scheduler.cluster.nodes import NodeShape
 from secondary_scheduler.cluster.progress import console
+from secondary_scheduler.kube.quantity import QuantityError, parse_quantity
 
 name_option = click.option(
     "--name",
@@ -30,7 +32,8 @@ def _fail(error: Exception) -> None:
 @click.group()
 def cluster() -> None:
     """A real Kubernetes control plane on this machine: etcd, kube-apiserver,
-    kube-controller-manager, KWOK fake nodes, the upstream kube-scheduler and Prometheus."""
+    kube-controller-manager, KWOK fake nodes, the upstream kube-scheduler, Prometheus, and
+    storage (classes local-wffc and zonal-immediate, served by our provisioner)."""
 
 
 @cluster.command("build")
@@ -53,6 +56,17 @@ def build_command() -> None:
 @click.option("--node-cpu", default="16", show_default=True, help="CPU capacity of each node.")
 @click.option("--node-memory", default="64Gi", show_default=True, help="Memory capacity of each node.")
 @click.option("--max-pods", default=110, show_default=True, help="Pod capacity of each node.")
+@click.option(
+    "--node-storage",
+    default=None,
+    help="Local storage pool of each node for class local-wffc (label secsched.io/storage) [default: 100Gi].",
+)
+@click.option(
+    "--node-max-volumes",
+    type=click.IntRange(0),
+    default=None,
+    help="Volume limit of each node's CSINode (label secsched.io/max-volumes) [default: 16].",
+)
 @click.option("--mixed-sizes", is_flag=True, help="Cycle nodes through 8, 16 and 32 cores (32/64/128Gi).")
 @click.option("--zones", default=3, show_default=True, help="Spread nodes over this many zones.")
 @click.option(
@@ -94,6 +108,8 @@ def up(
     node_cpu: str,
     node_memory: str,
     max_pods: int,
+    node_storage: str | None,
+    node_max_volumes: int | None,
     mixed_sizes: bool,
     zones: int,
     default_scheduler: bool,
@@ -103,10 +119,23 @@ def up(
     noise: float,
 ) -> None:
     """Start a local cluster and leave it running; prints how to use it with kubectl."""
+    if mixed_sizes and (node_storage is not None or node_max_volumes is not None):
+        _fail(
+            click.UsageError(
+                "--node-storage and --node-max-volumes set one node shape: not with --mixed-sizes"
+            )
+        )
+    if node_storage is not None:
+        try:
+            parse_quantity(node_storage)
+        except QuantityError as error:
+            _fail(error)
     options = ClusterOptions(
         name=name,
         nodes=nodes,
-        shape=None if mixed_sizes else NodeShape(node_cpu, node_memory, max_pods),
+        shape=None
+        if mixed_sizes
+        else NodeShape(node_cpu, node_memory, max_pods, storage=node_storage, max_volumes=node_max_volumes),
         zones=zones,
         default_scheduler=default_scheduler,
         prometheus=prometheus,
@@ -119,6 +148,10 @@ def up(
     kubectl = versions.bin_dir() / "kubectl"
     console.print(
         f"\nkubeconfig: {local.kubeconfig}\n  export KUBECONFIG={local.kubeconfig}\n  {kubectl} get nodes"
+    )
+    console.print(
+        "Storage classes: local-wffc (default; WaitForFirstConsumer, per-node pools) and "
+        "zonal-immediate (Immediate, one zone per volume)"
     )
     if prometheus:
         console.print(f"Prometheus: {local.prometheus_url}    load exporter: {local.exporter_url}/load")
@@ -139,7 +172,8 @@ def down(name: str) -> None:
 @name_option
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def status(name: str, as_json: bool) -> None:
-    """Tell what runs where: each process, its pid and log, and the cluster's addresses."""
+    """Tell what runs where: each process, its pid and log, the cluster's addresses, and its
+    storage classes with whether their provisioner is running."""
     try:
         local = LocalCluster.attach(name)
     except ClusterError as error:
@@ -148,8 +182,11 @@ def status(name: str, as_json: bool) -> None:
     addresses = {"apiserver": local.api_url, "kubeconfig": str(local.kubeconfig)}
     if local.options.prometheus:
         addresses |= {"prometheus": local.prometheus_url, "exporter": local.exporter_url}
+    storage = local.storage()
     if as_json:
-        click.echo(json.dumps({"components": components, "addresses": addresses}, indent=2))
+        click.echo(
+            json.dumps({"components": components, "addresses": addresses, "storage": storage}, indent=2)
+        )
         return
     table = Table(title=f"cluster {name!r}")
     for column in ("component", "pid", "state", "log"):
@@ -160,6 +197,30 @@ def status(name: str, as_json: bool) -> None:
     console.print(table)
     for key, value in addresses.items():
         console.print(f"{key:>11}: {value}")
+    _print_storage(storage)
+
+
+def _print_storage(storage: dict[str, Any]) -> None:
+    """The storage classes, and whether the provisioner that serves them runs."""
+    provisioner = storage["provisioner"]
+    state = "[green]running[/green]" if provisioner["running"] else "[red]not running[/red]"
+    console.print(f"\nstorage provisioner ({', '.join(provisioner['serves'])}): {state}")
+    classes = storage["storageClasses"]
+    if classes is None:
+        console.print("storage classes: the API server cannot be reached")
+        return
+    table = Table(title="storage classes")
+    for column in ("name", "provisioner", "binding mode", "reclaim", "default"):
+        table.add_column(column)
+    for item in classes:
+        table.add_row(
+            item["name"],
+            str(item["provisioner"]),
+            str(item["volumeBindingMode"]),
+            str(item["reclaimPolicy"]),
+            "yes" if item["default"] else "",
+        )
+    console.print(table)
 
 
 @cluster.command("load")

@@ -4,10 +4,11 @@
         ...  # cluster.kubeconfig, cluster.prometheus_url, cluster.set_base_load(...)
 
 Components: etcd (data on tmpfs, no fsync), kube-apiserver (TLS, RBAC, Node authz),
-kube-controller-manager, KWOK for fake nodes, the upstream kube-scheduler as the cluster's
-`default-scheduler`, our node-load exporter, and Prometheus scraping it. Each is a child
-process recorded by pid in `state.json`, so `secsched cluster down` can stop exactly them
-from another shell.
+kube-controller-manager, our storage provisioner (two StorageClasses, CSINodes and
+CSIStorageCapacities: see `provisioner`), KWOK for fake nodes, the upstream kube-scheduler
+as the cluster's `default-scheduler`, our node-load exporter, and Prometheus scraping it.
+Each is a child process recorded by pid in `state.json`, so `secsched cluster down` can
+stop exactly them from another shell.
 """
 
 from __future__ import annotations
@@ -29,15 +30,16 @@ import httpx
 import yaml
 
 from secondary_scheduler.kube import kubeconfig as kubeconfig_loader
-from secondary_scheduler.kube.client import ApiClient
+from secondary_scheduler.kube.client import ApiClient, ApiError, ApiUnavailable
 
-from . import build, pki, processes, versions
+from . import build, pki, processes, provisioner, versions
 from .kubeconfigs import write_kubeconfig
 from .nodes import NodeShape, create_nodes, is_ready, plan_nodes
 from .processes import ProcessRecord
 from .progress import console, step
 
 PROMETHEUS_BINARY = "/usr/bin/prometheus"
+PROVISIONER = "storage-provisioner"
 
 
 class ClusterError(RuntimeError):
@@ -222,10 +224,12 @@ class LocalCluster:
             self._start_etcd()
             self._start_apiserver()
             self._start_controller_manager()
+            self._start_provisioner()
             self._start_kwok()
             if self.options.default_scheduler:
                 self._start_default_scheduler()
             self._create_nodes()
+            self._wait_for_storage()
             if prometheus_binary:
                 self._start_exporter()
                 self._start_prometheus(prometheus_binary)
@@ -421,6 +425,11 @@ class LocalCluster:
                     "--use-service-account-credentials=true",
                     f"--cluster-signing-cert-file={p.ca_cert}",
                     f"--cluster-signing-key-file={p.ca_key}",
+                    # `*` runs every controller that is on by default, among them what storage
+                    # and PodDisruptionBudgets need: persistentvolume-binder (hands claims of
+                    # external provisioners over, binds), pv/pvc-protection, attachdetach and
+                    # disruption. No --enable-hostpath-provisioner: that is only for the in-tree
+                    # kubernetes.io/host-path provisioner; our classes name external ones.
                     "--controllers=*,-nodeipam,-cloud-node-lifecycle,-service-lb-controller,-node-route-controller",
                     f"--node-monitor-grace-period={max(50, 2 * self.options.node_lease_seconds)}s",
                     "--kube-api-qps=500",
@@ -498,6 +507,82 @@ class LocalCluster:
                     == 200
                 ),
             )
+
+    def _start_provisioner(self) -> None:
+        """Deploy the storage classes and CSIDriver, then run the provisioner that serves them."""
+        with step("installing storage (StorageClasses local-wffc, zonal-immediate) and its provisioner"):
+            asyncio.run(self._install_storage())
+            self._launch(
+                PROVISIONER,
+                [
+                    sys.executable,
+                    "-m",
+                    "secondary_scheduler.cluster.provisioner",
+                    f"--kubeconfig={self.kubeconfig}",
+                ],
+            )
+
+    async def _install_storage(self) -> None:
+        async with self.api() as api:
+            await provisioner.install(api)
+
+    def _wait_for_storage(self, timeout: float = 120.0) -> None:
+        """Until every node has its CSINode and storage capacity, so volumes can be scheduled."""
+        if self.options.nodes <= 0:
+            return
+        with step("waiting for every node's CSINode and CSIStorageCapacity"):
+            self._wait(PROVISIONER, lambda: asyncio.run(self._storage_ready()), timeout)
+
+    async def _storage_ready(self) -> bool:
+        async with self.api() as api:
+            nodes = {node["metadata"]["name"] for node in (await api.list_all("/api/v1/nodes"))["items"]}
+            csinodes = (await api.list_all(provisioner.CSINODES))["items"]
+            capacities = (await api.list_all(provisioner.CAPACITIES))["items"]
+        with_driver = {
+            item["metadata"]["name"]
+            for item in csinodes
+            if any(driver.get("name") == provisioner.LOCAL for driver in item["spec"].get("drivers") or [])
+        }
+        with_capacity = {
+            item.get("nodeTopology", {}).get("matchLabels", {}).get(provisioner.HOSTNAME_KEY)
+            for item in capacities
+            if item.get("storageClassName") == provisioner.LOCAL_CLASS
+        }
+        return nodes <= with_driver and nodes <= with_capacity
+
+    def storage(self) -> dict[str, Any]:
+        """The storage classes the API server holds (None if it cannot be reached) and whether
+        the provisioner runs: what `secsched cluster status` shows."""
+        record = self.records.get(PROVISIONER)
+        classes: list[dict[str, Any]] | None
+        try:
+            classes = asyncio.run(self._storage_classes())
+        except (ApiError, ApiUnavailable, OSError):
+            classes = None
+        return {
+            "provisioner": {
+                "running": bool(record and processes.is_running(record)),
+                "pid": record.pid if record else None,
+                "serves": list(provisioner.PROVISIONERS),
+            },
+            "storageClasses": classes,
+        }
+
+    async def _storage_classes(self) -> list[dict[str, Any]]:
+        connection = kubeconfig_loader.from_kubeconfig(self.kubeconfig)
+        async with ApiClient(connection, qps=0, burst=0, timeout=5, max_retry_seconds=0) as api:
+            items = (await api.list_all("/apis/storage.k8s.io/v1/storageclasses"))["items"]
+        return [
+            {
+                "name": item["metadata"]["name"],
+                "provisioner": item.get("provisioner"),
+                "volumeBindingMode": item.get("volumeBindingMode"),
+                "reclaimPolicy": item.get("reclaimPolicy"),
+                "default": (item["metadata"].get("annotations") or {}).get(provisioner.ANN_DEFAULT_CLASS)
+                == "true",
+            }
+            for item in items
+        ]
 
     async def add_nodes(
         self, count: int, shape: NodeShape | None = None, start: int | None = None

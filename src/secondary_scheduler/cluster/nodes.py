@@ -10,6 +10,10 @@ from secondary_scheduler.kube.client import ApiClient, ApiError
 from secondary_scheduler.kube.quantity import format_bytes, format_cpu, int_value, milli_value
 
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"
+STORAGE_LABEL = "secsched.io/storage"
+"""A node's local storage pool for `local-wffc` volumes (a quantity; unset: 100Gi)."""
+MAX_VOLUMES_LABEL = "secsched.io/max-volumes"
+"""How many `local.secsched.io` volumes the node's CSINode allows (unset: 16)."""
 
 
 @dataclass(frozen=True)
@@ -21,6 +25,10 @@ class NodeShape:
     pods: int = 110
     reserved_cpu: str = "100m"
     reserved_memory: str = "512Mi"
+    storage: str | None = None
+    """Local storage pool (label `secsched.io/storage`); None: the provisioner's default."""
+    max_volumes: int | None = None
+    """CSINode volume limit (label `secsched.io/max-volumes`); None: the provisioner's default."""
 
     def capacity(self) -> dict[str, str]:
         return {"cpu": self.cpu, "memory": self.memory, "pods": str(self.pods), "ephemeral-storage": "100Gi"}
@@ -41,7 +49,7 @@ MIXED_SHAPES = (NodeShape("8", "32Gi"), NodeShape("16", "64Gi"), NodeShape("32",
 
 
 def node_manifest(name: str, shape: NodeShape, zone: str) -> dict[str, Any]:
-    return {
+    manifest: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Node",
         "metadata": {
@@ -64,6 +72,12 @@ def node_manifest(name: str, shape: NodeShape, zone: str) -> dict[str, Any]:
             "nodeInfo": {"architecture": "amd64", "operatingSystem": "linux", "kubeletVersion": "fake"},
         },
     }
+    labels = manifest["metadata"]["labels"]
+    if shape.storage is not None:
+        labels[STORAGE_LABEL] = shape.storage
+    if shape.max_volumes is not None:
+        labels[MAX_VOLUMES_LABEL] = str(shape.max_volumes)
+    return manifest
 
 
 def plan_nodes(
