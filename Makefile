@@ -3,33 +3,43 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
+EXAMPLE_PLUGINS := examples/plugins/secsched-example-plugins
 
-.PHONY: all setup binaries test lint demo bench clean
+.PHONY: all setup binaries test lint demo bench clean conformance fuzz
 
 all: test
 
-# A virtualenv with the package and its pinned dependencies; redone when pyproject changes.
-$(STAMP): pyproject.toml
+# A virtualenv with the package and its pinned dependencies, plus the example plugin package
+# (the tests run it end to end); redone when either pyproject changes.
+$(STAMP): pyproject.toml $(EXAMPLE_PLUGINS)/pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11 or newer is needed (found " + sys.version.split()[0] + "); set PYTHON=/path/to/python3.11")'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e $(EXAMPLE_PLUGINS)
 	@touch $@
 
 setup: $(STAMP)
 
-# etcd, kube-apiserver, kube-controller-manager, kubectl, KWOK and the upstream scheduler:
-# built once from the Go module proxy into ~/.cache/secondary-scheduler, reused after that.
+# etcd, kube-apiserver, kube-controller-manager, kubectl, KWOK, the upstream scheduler and the
+# conformance harness: built once from the Go module proxy into ~/.cache/secondary-scheduler.
 binaries: setup
 	$(BIN)/secsched cluster build
 
 lint: setup
-	$(BIN)/ruff check src tests bench
-	$(BIN)/ruff format --check src tests bench
+	$(BIN)/ruff check src tests bench examples
+	$(BIN)/ruff format --check src tests bench examples
 	$(BIN)/mypy
 
 test: lint binaries
 	$(BIN)/pytest
+
+# Ours against upstream kube-scheduler's own code on thousands of random cases (`make test`
+# runs a few hundred); `make conformance CONFORMANCE_SEED=5` draws another set.
+CONFORMANCE_CASES ?= 3000
+CONFORMANCE_SEED  ?= 1234
+conformance: setup binaries
+	CONFORMANCE_CASES=$(CONFORMANCE_CASES) CONFORMANCE_SEED=$(CONFORMANCE_SEED) $(BIN)/pytest -q tests/conformance
 
 demo: binaries
 	$(BIN)/secsched demo $(DEMO_ARGS)
@@ -39,3 +49,8 @@ bench: binaries
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+
+# The CLI fuzz test at length: FUZZ_EXAMPLES mutated inputs per target (make test runs 60 of each).
+FUZZ_EXAMPLES ?= 1000
+fuzz: setup
+	SECSCHED_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/pytest -p no:cacheprovider -s tests/unit/fuzz

@@ -20,6 +20,14 @@ from secondary_scheduler.config.base import ConfigModel as PluginArgs
 from secondary_scheduler.config.model import ExtensionPoint
 from secondary_scheduler.framework.aliases import BoolArray, FloatArray, IntArray, KubeObject, Slots
 from secondary_scheduler.framework.diagnosis import Diagnosis
+from secondary_scheduler.framework.events import (
+    NODE,
+    POD,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+)
 from secondary_scheduler.framework.handle import Handle, Service, Snapshot
 from secondary_scheduler.framework.informers import (
     CSI_DRIVERS,
@@ -35,12 +43,14 @@ from secondary_scheduler.framework.informers import (
     SERVICES,
     STATEFUL_SETS,
     STORAGE_CLASSES,
+    VOLUME_ATTACHMENTS,
     Informer,
     Resource,
 )
 from secondary_scheduler.framework.interface import (
     BindPlugin,
     CycleState,
+    FilterError,
     FilterPlugin,
     Note,
     PermitPlugin,
@@ -58,6 +68,8 @@ from secondary_scheduler.framework.interface import (
     ReservePlugin,
     ScorePlugin,
 )
+from secondary_scheduler.framework.labelcolumn import MISSING as LABEL_MISSING
+from secondary_scheduler.framework.labelcolumn import LabelColumn
 from secondary_scheduler.framework.nodetable import NodeTable
 from secondary_scheduler.framework.podinfo import PodInfo
 from secondary_scheduler.framework.scores import MAX_NODE_SCORE, MIN_NODE_SCORE, default_normalize_score
@@ -72,11 +84,14 @@ __all__ = [
     "CSI_DRIVERS",
     "CSI_NODES",
     "CSI_STORAGE_CAPACITIES",
+    "LABEL_MISSING",
     "MAX_NODE_SCORE",
     "MIN_NODE_SCORE",
     "NAMESPACES",
+    "NODE",
     "PERSISTENT_VOLUMES",
     "PERSISTENT_VOLUME_CLAIMS",
+    "POD",
     "POD_DISRUPTION_BUDGETS",
     "PRIORITY_CLASSES",
     "REPLICATION_CONTROLLERS",
@@ -86,18 +101,24 @@ __all__ = [
     "STATEFUL_SETS",
     "STORAGE_CLASSES",
     "SUCCESS",
+    "VOLUME_ATTACHMENTS",
+    "ActionType",
     "BindPlugin",
     "BoolArray",
+    "ClusterEvent",
+    "ClusterEventWithHint",
     "Code",
     "CycleState",
     "Diagnosis",
     "ExtensionPoint",
+    "FilterError",
     "FilterPlugin",
     "FloatArray",
     "Handle",
     "Informer",
     "IntArray",
     "KubeObject",
+    "LabelColumn",
     "NodeTable",
     "Note",
     "PermitPlugin",
@@ -113,6 +134,7 @@ __all__ = [
     "PreScorePlugin",
     "QueueSortPlugin",
     "QueuedPodInfo",
+    "QueueingHint",
     "Rejection",
     "ReservePlugin",
     "Resource",

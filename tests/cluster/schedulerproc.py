@@ -27,10 +27,14 @@ profiles:
 
 @contextmanager
 def running_scheduler(
-    kubeconfig: Path | str, directory: Path, config: str = SECONDARY_CONFIG, name: str = "scheduler"
+    kubeconfig: Path | str,
+    directory: Path,
+    config: str = SECONDARY_CONFIG,
+    name: str = "scheduler",
+    extra_args: tuple[str, ...] = (),
 ) -> Iterator[SchedulerRun]:
-    """`secsched scheduler` with this config, ready (caches synced); SIGTERM-ed afterwards."""
-    run = start_scheduler(OURS, config, kubeconfig, directory, name=name)
+    """`secsched scheduler` with this config (and flags), ready (caches synced); SIGTERM-ed afterwards."""
+    run = start_scheduler(OURS, config, kubeconfig, directory, name=name, extra_args=extra_args)
     try:
         yield run
     finally:

@@ -50,15 +50,41 @@ def build_command() -> None:
         console.print(f"  {spec.name:<24} {path / spec.name}")
 
 
+def _quantity(_: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A Kubernetes quantity (16, 64Gi, 500m), checked before anything starts."""
+    from secondary_scheduler.apivalidation import quantity_problem
+
+    if value is not None and (problem := quantity_problem(value)):
+        raise click.BadParameter(problem, param=param)
+    return value
+
+
 @cluster.command("up")
 @name_option
-@click.option("--nodes", default=3, show_default=True, help="Number of KWOK fake nodes.")
-@click.option("--node-cpu", default="16", show_default=True, help="CPU capacity of each node.")
-@click.option("--node-memory", default="64Gi", show_default=True, help="Memory capacity of each node.")
-@click.option("--max-pods", default=110, show_default=True, help="Pod capacity of each node.")
+@click.option(
+    "--nodes", type=click.IntRange(0, 10_000), default=3, show_default=True, help="Number of KWOK fake nodes."
+)
+@click.option(
+    "--node-cpu", default="16", show_default=True, callback=_quantity, help="CPU capacity of each node."
+)
+@click.option(
+    "--node-memory",
+    default="64Gi",
+    show_default=True,
+    callback=_quantity,
+    help="Memory capacity of each node.",
+)
+@click.option(
+    "--max-pods",
+    type=click.IntRange(1, 10_000),
+    default=110,
+    show_default=True,
+    help="Pod capacity of each node.",
+)
 @click.option(
     "--node-storage",
     default=None,
+    callback=_quantity,
     help="Local storage pool of each node for class local-wffc (label secsched.io/storage) [default: 100Gi].",
 )
 @click.option(
@@ -68,7 +94,13 @@ def build_command() -> None:
     help="Volume limit of each node's CSINode (label secsched.io/max-volumes) [default: 16].",
 )
 @click.option("--mixed-sizes", is_flag=True, help="Cycle nodes through 8, 16 and 32 cores (32/64/128Gi).")
-@click.option("--zones", default=3, show_default=True, help="Spread nodes over this many zones.")
+@click.option(
+    "--zones",
+    type=click.IntRange(1, 1000),
+    default=3,
+    show_default=True,
+    help="Spread nodes over this many zones.",
+)
 @click.option(
     "--default-scheduler/--no-default-scheduler",
     default=True,

@@ -6,8 +6,10 @@ import sys
 
 import click
 
+from secondary_scheduler.cli.errors import read_input
 from secondary_scheduler.cli.plugin_option import plugin_option
-from secondary_scheduler.config import ConfigError, Problem, dump_config_yaml, load_config, load_config_file
+from secondary_scheduler.config import ConfigError, Problem, dump_config_yaml, load_config
+from secondary_scheduler.safeyaml import MAX_CONFIG_BYTES
 
 
 @click.group("config")
@@ -17,7 +19,7 @@ def config() -> None:
 
 @config.command("validate")
 @plugin_option
-@click.argument("file", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
+@click.argument("file", type=click.Path(allow_dash=True))
 def validate(file: str) -> None:
     """Validate FILE, a KubeSchedulerConfiguration, and print what the scheduler would run.
 
@@ -29,12 +31,15 @@ def validate(file: str) -> None:
     Valid: prints the effective configuration on stdout as v1 YAML, with every
     default filled in and each extension point listing exactly the plugins it runs
     (score weights included), then exits 0. Warnings go to stderr.
-    Invalid: prints every error on stderr as FILE:LINE: PATH: MESSAGE, each with the
-    likely fix (a misspelt or mis-indented field, a wrong type, a plugin we do not
-    ship, an unsubstituted ${VARIABLE}), and exits 1.
+    Invalid: prints every error on stderr as `error: FILE:LINE: PATH: MESSAGE`, each
+    with the likely fix (a misspelt or mis-indented field, a wrong type, a plugin we
+    do not ship, an unsubstituted ${VARIABLE}), and exits 1. A file that cannot be
+    read exits 1 too.
     """
+    source = "<stdin>" if file == "-" else file
+    text = read_input(file, "configuration", MAX_CONFIG_BYTES)
     try:
-        result = load_config(sys.stdin.read(), "<stdin>") if file == "-" else load_config_file(file)
+        result = load_config(text, source)
     except ConfigError as error:
         _report("warning", "yellow", error.warnings, error.source)
         _report("error", "red", error.problems, error.source)

@@ -7,10 +7,13 @@ import sys
 import click
 
 from secondary_scheduler import __version__
+from secondary_scheduler.cli.errors import ContractGroup
 from secondary_scheduler.scheduler.options import normalise_argv
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.group(
+    cls=ContractGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100}
+)
 @click.version_option(__version__, prog_name="secsched")
 def cli() -> None:
     """A load-aware secondary scheduler for Kubernetes and OpenShift, its operator, and a
@@ -29,11 +32,13 @@ def _register() -> None:
     from secondary_scheduler.cli.operator_cmd import operator
     from secondary_scheduler.cli.scheduler_cmd import scheduler
     from secondary_scheduler.cli.score_cmd import score
+    from secondary_scheduler.cli.snapshot_cmd import snapshot
 
     cli.add_command(cluster_cmd.cluster)
     cli.add_command(config)
     cli.add_command(demo)
     cli.add_command(score)
+    cli.add_command(snapshot)
     cli.add_command(operator)
     cli.add_command(scheduler)
 

@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
-import sys
-from pathlib import Path
+import re
 from typing import Any
+from urllib.parse import urlsplit
 
 import click
 import yaml
 
+from secondary_scheduler.cli.errors import InputError, read_input
+from secondary_scheduler.kube import kubeconfig as kubeconfig_loader
 from secondary_scheduler.operator import certs, names
 from secondary_scheduler.operator.render import ClusterFacts, plan
 from secondary_scheduler.operator.spec import SpecError, parse_instance
+from secondary_scheduler.safeyaml import MAX_MANIFEST_BYTES, YamlLimitError, describe_error, safe_load
 
 
 @click.group("operator")
@@ -22,12 +26,16 @@ def operator() -> None:
 
 
 def _read_yaml(path: str, what: str) -> dict[str, Any]:
+    """One manifest, read within secondary_scheduler.safeyaml's limits; InputError if unusable."""
+    text = read_input(path, what, MAX_MANIFEST_BYTES)
     try:
-        document = yaml.safe_load(Path(path).read_text())
-    except (OSError, yaml.YAMLError) as error:
-        raise click.BadParameter(f"cannot read {what} {path}: {error}") from error
+        document = safe_load(text, max_bytes=MAX_MANIFEST_BYTES, what=f"the {what}")
+    except yaml.YAMLError as error:
+        line, problem = describe_error(error)
+        fix = "" if isinstance(error, YamlLimitError) else f"give the {what} as YAML (one document)"
+        raise InputError(path, problem, line=line, fix=fix) from error
     if not isinstance(document, dict):
-        raise click.BadParameter(f"{path} does not hold a {what} (a YAML mapping)")
+        raise InputError(path, f"does not hold a {what} (a YAML mapping)", fix=f"give the {what}'s manifest")
     return document
 
 
@@ -48,14 +56,20 @@ def _as_configmap(document: dict[str, Any], name: str) -> dict[str, Any]:
     "--cr",
     "cr_file",
     required=True,
-    type=click.Path(exists=True, dir_okay=False),
+    type=click.Path(),
     help="A SecondaryScheduler manifest.",
 )
 @click.option(
     "--configmap",
     "configmap_file",
-    type=click.Path(exists=True, dir_okay=False),
+    type=click.Path(),
     help="Its ConfigMap manifest (or a bare KubeSchedulerConfiguration). Omitted: treated as missing.",
+)
+@click.option(
+    "--allow-invalid",
+    is_flag=True,
+    help="Render the Deployment even when the operator would hold it back (missing or invalid "
+    "config); the problems become warnings and the exit status 0.",
 )
 @click.option(
     "--namespace", default=names.DEFAULT_NAMESPACE, show_default=True, help="When the CR names none."
@@ -83,6 +97,7 @@ def _as_configmap(document: dict[str, Any], name: str) -> dict[str, Any]:
 def render(
     cr_file: str,
     configmap_file: str | None,
+    allow_invalid: bool,
     namespace: str,
     nodes: int,
     service_monitor: bool,
@@ -93,21 +108,41 @@ def render(
     \b
     The same function builds them for the running operator; the cluster facts it would
     look up (matching nodes, ServiceMonitor and service-ca support) come from the flags.
-    Exit status 1 when the Deployment would be held back (missing or invalid config, said
-    on stderr); 2 when the CR itself is invalid.
+    Refused (exit 1, nothing on stdout, the reasons on stderr): a CR the operator would
+    not reconcile (invalid, or not named `cluster`), a ConfigMap it would not read (not
+    the one spec.schedulerConfig names), and a config it would hold back (missing, or
+    refused by the scheduler's loader; --allow-invalid renders it anyway).
     """
+    body = _read_yaml(cr_file, "SecondaryScheduler")
     try:
-        instance = parse_instance(_read_yaml(cr_file, "SecondaryScheduler"), namespace)
+        instance = parse_instance(body, namespace)
     except SpecError as error:
-        for problem in error.problems:
-            click.echo(f"{cr_file}: {problem}", err=True)
-        sys.exit(2)
+        first, *more = error.problems
+        raise InputError(cr_file, first, more=[f"{cr_file}: {problem}" for problem in more]) from error
+    name = (body.get("metadata") or {}).get("name")
+    if name is not None and name != names.INSTANCE_NAME:
+        raise InputError(
+            cr_file,
+            f"{name!r}: the operator reconciles only the SecondaryScheduler named {names.INSTANCE_NAME!r} "
+            "(upstream's rule); it would give this one a Warning event (Ignored) and deploy nothing",
+            field="metadata.name",
+            fix=f"name it {names.INSTANCE_NAME}",
+        )
     configmap = None
     if configmap_file:
         configmap = _as_configmap(_read_yaml(configmap_file, "ConfigMap"), instance.spec.scheduler_config)
+        _check_configmap(configmap, configmap_file, instance.spec.scheduler_config, instance.namespace)
     cert = None if service_ca else certs.generate(instance.namespace)
     facts = ClusterFacts(nodes, service_monitor, service_ca, cert)
-    result = plan(instance, configmap, facts)
+    result = plan(instance, configmap, facts, deploy_anyway=allow_invalid)
+    if result.config.blocks_rollout and not allow_invalid:
+        source = configmap_file or cr_file
+        raise InputError(
+            source,
+            f"Deployment held back: the operator would set Degraded=True (reason {result.config.reason}) "
+            f"and deploy nothing until this is fixed: {result.config.message}",
+            fix="fix it, or pass --allow-invalid to render the objects anyway",
+        )
     click.echo(yaml.safe_dump_all(result.objects, sort_keys=False), nl=False)
     if not instance.uid:
         click.echo(
@@ -118,8 +153,59 @@ def render(
     for note in (*result.config.notes, *result.notes):
         click.echo(f"note: {note}", err=True)
     if result.config.blocks_rollout:
-        click.echo(f"error: Deployment held back: {result.config.message}", err=True)
-        sys.exit(1)
+        click.echo(
+            f"warning: rendered with --allow-invalid: the operator would hold the Deployment back "
+            f"(Degraded=True, reason {result.config.reason}): {result.config.message}",
+            err=True,
+        )
+
+
+def _check_configmap(configmap: dict[str, Any], path: str, wanted: str, namespace: str) -> None:
+    """What the API server and the operator require of the ConfigMap the CR names."""
+    metadata = configmap.get("metadata")
+    if not isinstance(metadata, dict):
+        raise InputError(path, "missing or not a mapping", field="metadata", fix="give the ConfigMap a name")
+    name = metadata.get("name")
+    if wanted and name != wanted:
+        raise InputError(
+            path,
+            f"this is ConfigMap {name!r}, but the CR's spec.schedulerConfig names {wanted!r}: the operator "
+            f"would not read this one, and would report ConfigMapMissing until {wanted!r} exists",
+            field="metadata.name",
+            fix=f"name it {wanted}, or set spec.schedulerConfig: {name}",
+        )
+    given_namespace = metadata.get("namespace")
+    if given_namespace not in (None, "", namespace):
+        raise InputError(
+            path,
+            f"this ConfigMap is in namespace {given_namespace!r}, but the operator reads it from "
+            f"{namespace!r} (the CR's namespace)",
+            field="metadata.namespace",
+            fix=f"put it in {namespace}",
+        )
+    for key in ("data", "binaryData"):
+        values = configmap.get(key)
+        if values is None:
+            continue
+        if not isinstance(values, dict):
+            raise InputError(
+                path, "expected a mapping of key to text", field=key, fix="write key: value lines"
+            )
+        for entry, value in values.items():
+            if not isinstance(entry, str) or not re.fullmatch(r"[-._a-zA-Z0-9]{1,253}", entry):
+                raise InputError(
+                    path,
+                    f"{entry!r} is not a valid ConfigMap key",
+                    field=key,
+                    fix="keys are letters, digits, '-', '_' and '.'",
+                )
+            if not isinstance(value, str):
+                raise InputError(
+                    path,
+                    "expected a string (the API server stores text only)",
+                    field=f"{key}.{entry}",
+                    fix="quote it, or write it as a block (`config.yaml: |`)",
+                )
 
 
 @operator.command("run")
@@ -142,9 +228,24 @@ def render(
     type=click.FloatRange(min=1),
     help="Seconds between periodic reconciles (node count for HA, cluster-scoped drift).",
 )
-@click.option("--liveness", help="Serve kopf's liveness probe here, e.g. http://0.0.0.0:8080/healthz.")
+@click.option(
+    "--liveness",
+    callback=lambda _ctx, param, value: _probe_url(param, value),
+    help="Serve kopf's liveness probe here, e.g. http://0.0.0.0:8080/healthz.",
+)
+@click.option(
+    "--readiness",
+    callback=lambda _ctx, param, value: _probe_url(param, value),
+    help="Serve readiness here, e.g. http://0.0.0.0:8081/readyz: 200 once a reconcile has read the "
+    "CR and its ConfigMap, 503 (with the last error) until then.",
+)
 def run_command(
-    namespace: str, kubeconfig: str | None, context: str | None, resync: float, liveness: str | None
+    namespace: str,
+    kubeconfig: str | None,
+    context: str | None,
+    resync: float,
+    liveness: str | None,
+    readiness: str | None,
 ) -> None:
     """Run the operator: reconcile SecondaryScheduler `cluster` until interrupted.
 
@@ -155,5 +256,33 @@ def run_command(
     from secondary_scheduler.operator.controller import OperatorOptions, run
 
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
-    options = OperatorOptions(namespace, kubeconfig, context, resync, liveness)
-    asyncio.run(run(options))
+    try:
+        # Checked before kopf starts: a bad kubeconfig is the user's input, not the operator's failure.
+        kubeconfig_loader.load(kubeconfig, context, context_flag="--context")
+    except kubeconfig_loader.KubeconfigError as error:
+        raise click.ClickException(str(error)) from error  # already FILE:LINE: FIELD: problem: fix
+    options = OperatorOptions(namespace, kubeconfig, context, resync, liveness, readiness)
+    try:
+        asyncio.run(run(options))
+    except OSError as error:
+        if error.errno != errno.EADDRINUSE:
+            raise
+        raise click.ClickException(
+            f"--liveness/--readiness: the address is already in use ({error.strerror}): choose another port"
+        ) from error
+
+
+def _probe_url(param: click.Parameter, value: str | None) -> str | None:
+    """http://HOST:PORT/PATH, the only form kopf's probe server (and ours) can serve."""
+    if value is None:
+        return None
+    try:
+        parts = urlsplit(value)
+        port = parts.port
+    except ValueError as error:
+        raise click.BadParameter(f"{value!r} is not a URL ({error})", param=param) from error
+    if parts.scheme != "http" or not parts.hostname or port is None or not parts.path.startswith("/"):
+        raise click.BadParameter(
+            f"{value!r}: give http://HOST:PORT/PATH, e.g. http://0.0.0.0:8080/healthz", param=param
+        )
+    return value

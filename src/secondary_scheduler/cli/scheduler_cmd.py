@@ -1,44 +1,127 @@
-"""`secsched scheduler`: run the scheduler with kube-scheduler's command-line flags."""
+"""`secsched scheduler`: run the scheduler with kube-scheduler's command-line flags.
+
+Every kube-scheduler 1.34 flag either works as upstream's or is refused by name as one this
+scheduler does not support (`options.UNSUPPORTED_FLAGS`), so a Deployment written for
+kube-scheduler never runs with a flag silently ignored.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
+from collections.abc import Callable
+from typing import Any
 
 import click
 
+from secondary_scheduler import __version__
 from secondary_scheduler.cli.plugin_option import plugin_option
-from secondary_scheduler.scheduler.app import StartupError, configure_logging, run
-from secondary_scheduler.scheduler.options import LeaderElectionFlags, SchedulerFlags, parse_go_duration
+from secondary_scheduler.scheduler.app import StartupError, configure_logging, run, write_config
+from secondary_scheduler.scheduler.options import (
+    LOGGING_FORMATS,
+    UNSUPPORTED_FLAGS,
+    LeaderElectionFlags,
+    SchedulerFlags,
+    check_bind_address,
+    check_burst,
+    check_cipher_suites,
+    check_qps,
+    parse_go_duration,
+    unsupported_flag_message,
+)
+from secondary_scheduler.scheduler.server import TLS_VERSIONS
+
+KUBERNETES_VERSION = "v1.34.0"
+"""The kube-scheduler release whose flags and configuration this scheduler follows."""
 
 
-def _duration(_: click.Context, param: click.Parameter, value: str | None) -> float | None:
-    if value is None:
-        return None
-    try:
-        return parse_go_duration(value)
-    except ValueError as error:
-        raise click.BadParameter(str(error), param=param) from error
+def _checked(check: Callable[[Any], Any]) -> Callable[[click.Context, click.Parameter, Any], Any]:
+    """A click callback running `check` on a given value, a usage error (exit 2) if it fails."""
+
+    def callback(_: click.Context, param: click.Parameter, value: Any) -> Any:
+        if value is None:
+            return None
+        try:
+            return check(value)
+        except ValueError as error:
+            raise click.BadParameter(str(error), param=param) from error
+
+    return callback
 
 
-def _bool_flag(_: click.Context, param: click.Parameter, value: str | None) -> bool | None:
-    """pflag booleans: `--leader-elect`, `--leader-elect=true`, `--leader-elect=false`."""
-    if value is None:
-        return None
+def _bool(value: str) -> bool:
+    """pflag booleans: `--flag`, `--flag=true`, `--flag=false` (and Go's 1/0/t/f)."""
     lowered = value.lower()
     if lowered in ("", "true", "1", "t"):
         return True
     if lowered in ("false", "0", "f"):
         return False
-    raise click.BadParameter(f"{value!r} is not a boolean (true or false)", param=param)
+    raise ValueError(f"{value!r} is not a boolean (true or false)")
 
 
-@click.command(context_settings={"max_content_width": 110})
+def _version(ctx: click.Context, _: click.Parameter, value: str | None) -> None:
+    """`--version` and `--version=raw` print and exit, as kube-scheduler's (`--version=false`: no-op)."""
+    if value is None or ctx.resilient_parsing or value.lower() in ("false", "0", "f"):
+        return
+    if value.lower() in ("", "true", "1", "t"):
+        click.echo(f"secsched {__version__} (kube-scheduler {KUBERNETES_VERSION} compatible)")
+    elif value == "raw":
+        major, minor = KUBERNETES_VERSION.lstrip("v").split(".")[:2]
+        click.echo(
+            json.dumps(
+                {
+                    "major": major,
+                    "minor": minor,
+                    "gitVersion": f"{KUBERNETES_VERSION}+secsched-{__version__}",
+                },
+                indent=2,
+            )
+        )
+    else:
+        raise click.BadParameter(
+            f"{value!r}: this scheduler takes --version, --version=raw or --version=false "
+            "(it cannot report another version)"
+        )
+    ctx.exit(0)
+
+
+class KubeSchedulerCommand(click.Command):
+    """Refuses, by name, the kube-scheduler flags this scheduler does not support (a usage error)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        for arg in args:
+            if arg == "--":
+                break
+            name = arg.split("=", 1)[0]
+            if name in UNSUPPORTED_FLAGS:
+                raise click.UsageError(unsupported_flag_message(name), ctx=ctx)
+        return super().parse_args(ctx, args)
+
+
+def _optional_value(*names: str, **kwargs: Any) -> Callable[[Any], Any]:
+    """A pflag boolean: given alone means true; `=false` turns it off."""
+    return click.option(*names, is_flag=False, flag_value="true", default=None, **kwargs)
+
+
+@click.command(cls=KubeSchedulerCommand, context_settings={"max_content_width": 110})
 @plugin_option
-@click.option("--config", type=click.Path(dir_okay=False), help="Path to a KubeSchedulerConfiguration file.")
+@_optional_value(
+    "--version",
+    callback=_version,
+    expose_value=False,
+    is_eager=True,
+    help="Print the version and exit (--version=raw: as JSON).",
+)
+@click.option("--config", type=click.Path(), help="Path to a KubeSchedulerConfiguration file.")
+@click.option(
+    "--write-config-to",
+    type=click.Path(dir_okay=False),
+    help="Write the effective configuration (defaults filled in) to this file and exit.",
+)
 @click.option(
     "--kubeconfig",
-    type=click.Path(dir_okay=False),
+    type=click.Path(),
     help="Kubeconfig with the API server and credentials (used when the config file sets no "
     "clientConnection.kubeconfig; "
     "default: in-cluster, then $KUBECONFIG, then ~/.kube/config).",
@@ -48,96 +131,173 @@ def _bool_flag(_: click.Context, param: click.Parameter, value: str | None) -> b
     "--secure-port",
     default=10259,
     show_default=True,
-    type=int,
+    type=click.IntRange(0, 65535),
     help="HTTPS port for /healthz, /livez, /readyz and /metrics; 0 turns serving off.",
 )
-@click.option("--bind-address", default="0.0.0.0", show_default=True, help="Address to serve on.")
+@click.option(
+    "--bind-address",
+    default="0.0.0.0",
+    show_default=True,
+    callback=_checked(check_bind_address),
+    help="IP address to serve on.",
+)
+@click.option(
+    "--cert-dir",
+    type=click.Path(file_okay=False),
+    help="Directory for the self-signed serving certificate (kube-scheduler.crt/.key, reused if "
+    "present) when no --tls-cert-file is given.",
+)
 @click.option(
     "--tls-cert-file",
     type=click.Path(dir_okay=False),
     help="Serving certificate (PEM); without it a self-signed one is made at start.",
 )
 @click.option("--tls-private-key-file", type=click.Path(dir_okay=False), help="Key of --tls-cert-file.")
-@click.option("--tls-min-version", help="VersionTLS10, VersionTLS11, VersionTLS12 or VersionTLS13.")
+@click.option("--tls-min-version", type=click.Choice(list(TLS_VERSIONS)), help="Minimum TLS version.")
 @click.option(
-    "--tls-cipher-suites", default="", help="Comma-separated Go cipher suite names (TLS 1.2 and below)."
+    "--tls-cipher-suites",
+    default="",
+    callback=_checked(lambda text: check_cipher_suites([item for item in text.split(",") if item])),
+    help="Comma-separated Go cipher suite names (TLS 1.2 and below).",
 )
-@click.option("-v", "--v", "verbosity", default=0, type=int, help="Log verbosity (klog): 2 normal, 4 debug.")
 @click.option(
+    "--client-ca-file",
+    type=click.Path(dir_okay=False),
+    help="Verify client certificates presented to the endpoints against these CAs (a client "
+    "without a certificate is still served).",
+)
+@_optional_value("--permit-port-sharing", callback=_checked(_bool), help="Bind with SO_REUSEPORT.")
+@_optional_value("--permit-address-sharing", callback=_checked(_bool), help="Bind with SO_REUSEADDR.")
+@_optional_value(
+    "--disable-http2-serving",
+    callback=_checked(_bool),
+    help="Accepted: the endpoints are served over HTTP/1.1 only, which is what true asks for.",
+)
+@_optional_value(
+    "--profiling",
+    callback=_checked(_bool),
+    help="Serve /debug/pprof/ (a cProfile CPU profile and task stacks); overrides enableProfiling.",
+)
+@click.option("-v", "--v", "verbosity", default=0, type=click.IntRange(min=0), help="Log verbosity (klog).")
+@click.option(
+    "--logging-format",
+    type=click.Choice(LOGGING_FORMATS),
+    default="text",
+    show_default=True,
+    help="Log lines as text (klog-like) or JSON (one object a line).",
+)
+@_optional_value(
+    "--log-text-split-stream", callback=_checked(_bool), help="Errors to stderr, the rest to stdout (text)."
+)
+@_optional_value(
+    "--log-json-split-stream", callback=_checked(_bool), help="Errors to stderr, the rest to stdout (json)."
+)
+@click.option(
+    "--log-flush-frequency",
+    callback=_checked(parse_go_duration),
+    help="Accepted: every log line is flushed at once.",
+)
+@_optional_value(
     "--leader-elect",
     "leader_elect",
-    is_flag=False,
-    flag_value="true",
-    default=None,
-    callback=_bool_flag,
+    callback=_checked(_bool),
     help="Take part in leader election before scheduling (also --leader-elect=false).",
 )
 @click.option(
     "--leader-elect-lease-duration",
-    callback=_duration,
+    callback=_checked(parse_go_duration),
     help="How long a lease holds without renewal (e.g. 137s).",
 )
 @click.option(
     "--leader-elect-renew-deadline",
-    callback=_duration,
+    callback=_checked(parse_go_duration),
     help="How long the leader retries renewing before it gives up.",
 )
-@click.option("--leader-elect-retry-period", callback=_duration, help="Time between election attempts.")
+@click.option(
+    "--leader-elect-retry-period",
+    callback=_checked(parse_go_duration),
+    help="Time between election attempts.",
+)
 @click.option("--leader-elect-resource-lock", help="Lock type; only 'leases' exists.")
 @click.option("--leader-elect-resource-name", help="Name of the Lease.")
 @click.option("--leader-elect-resource-namespace", help="Namespace of the Lease.")
 @click.option(
-    "--kube-api-qps", type=float, help="Client QPS when no --config is given (else clientConnection.qps)."
+    "--kube-api-qps",
+    type=float,
+    callback=_checked(check_qps),
+    help="Client QPS when no --config is given (else clientConnection.qps).",
 )
-@click.option("--kube-api-burst", type=int, help="Client burst when no --config is given.")
+@click.option(
+    "--kube-api-burst",
+    type=int,
+    callback=_checked(check_burst),
+    help="Client burst when no --config is given.",
+)
+@click.option(
+    "--kube-api-content-type",
+    type=click.Choice(["application/json"]),
+    help="Content type of API requests: JSON only (protobuf is not spoken).",
+)
 @click.option("--authentication-kubeconfig", help="Accepted for compatibility (reported at start).")
 @click.option("--authorization-kubeconfig", help="Accepted for compatibility (reported at start).")
 @click.option("--authorization-always-allow-paths", default="", help="Accepted for compatibility.")
 @click.option("--feature-gates", help="Accepted for compatibility (reported at start).")
-def scheduler(**options: object) -> None:
+def scheduler(**options: Any) -> None:
     """Run the load-aware scheduler. It takes kube-scheduler's flags, so it can replace the
     scheduler image the OpenShift Secondary Scheduler Operator runs (`/bin/kube-scheduler`).
 
     \b
     Example, outside a cluster:
       secsched scheduler --config=config.yaml --kubeconfig=$KUBECONFIG --leader-elect=false
+    kube-scheduler flags it does not support are refused by name (see the README).
     """
     flags = SchedulerFlags(
-        config=_text(options["config"]),
-        kubeconfig=_text(options["kubeconfig"]),
-        master=_text(options["master"]),
-        secure_port=int(str(options["secure_port"])),
-        bind_address=str(options["bind_address"]),
-        tls_cert_file=_text(options["tls_cert_file"]),
-        tls_private_key_file=_text(options["tls_private_key_file"]),
-        tls_min_version=_text(options["tls_min_version"]),
-        tls_cipher_suites=[item for item in str(options["tls_cipher_suites"]).split(",") if item],
-        verbosity=int(str(options["verbosity"])),
-        kube_api_qps=options["kube_api_qps"],  # type: ignore[arg-type]
-        kube_api_burst=options["kube_api_burst"],  # type: ignore[arg-type]
+        config=options["config"],
+        kubeconfig=options["kubeconfig"],
+        master=options["master"],
+        secure_port=options["secure_port"],
+        bind_address=options["bind_address"],
+        tls_cert_file=options["tls_cert_file"],
+        tls_private_key_file=options["tls_private_key_file"],
+        tls_min_version=options["tls_min_version"],
+        tls_cipher_suites=options["tls_cipher_suites"] or [],
+        verbosity=options["verbosity"],
+        kube_api_qps=options["kube_api_qps"],
+        kube_api_burst=options["kube_api_burst"],
         leader_election=LeaderElectionFlags(
-            leader_elect=options["leader_elect"],  # type: ignore[arg-type]
-            lease_duration=options["leader_elect_lease_duration"],  # type: ignore[arg-type]
-            renew_deadline=options["leader_elect_renew_deadline"],  # type: ignore[arg-type]
-            retry_period=options["leader_elect_retry_period"],  # type: ignore[arg-type]
-            resource_lock=_text(options["leader_elect_resource_lock"]),
-            resource_name=_text(options["leader_elect_resource_name"]),
-            resource_namespace=_text(options["leader_elect_resource_namespace"]),
+            leader_elect=options["leader_elect"],
+            lease_duration=options["leader_elect_lease_duration"],
+            renew_deadline=options["leader_elect_renew_deadline"],
+            retry_period=options["leader_elect_retry_period"],
+            resource_lock=options["leader_elect_resource_lock"],
+            resource_name=options["leader_elect_resource_name"],
+            resource_namespace=options["leader_elect_resource_namespace"],
         ),
-        authentication_kubeconfig=_text(options["authentication_kubeconfig"]),
-        authorization_kubeconfig=_text(options["authorization_kubeconfig"]),
+        authentication_kubeconfig=options["authentication_kubeconfig"],
+        authorization_kubeconfig=options["authorization_kubeconfig"],
         authorization_always_allow_paths=[
             p for p in str(options["authorization_always_allow_paths"]).split(",") if p
         ],
-        feature_gates=_text(options["feature_gates"]),
+        feature_gates=options["feature_gates"],
+        write_config_to=options["write_config_to"],
+        cert_dir=options["cert_dir"],
+        client_ca_file=options["client_ca_file"],
+        permit_port_sharing=bool(options["permit_port_sharing"]),
+        permit_address_sharing=bool(options["permit_address_sharing"]),
+        profiling=options["profiling"],
+        logging_format=options["logging_format"],
+        log_split_stream=bool(
+            options["log_json_split_stream"]
+            if options["logging_format"] == "json"
+            else options["log_text_split_stream"]
+        ),
     )
-    configure_logging(flags.verbosity)
+    configure_logging(flags.verbosity, flags.logging_format, flags.log_split_stream)
     try:
+        if flags.write_config_to:
+            write_config(flags)
+            return
         sys.exit(asyncio.run(run(flags)))
     except StartupError as error:
         click.echo(f"error: {error}", err=True)
         sys.exit(1)
-
-
-def _text(value: object) -> str | None:
-    return None if value is None else str(value)

@@ -12,13 +12,18 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from secondary_scheduler.cli.errors import InputError, read_input
 from secondary_scheduler.cli.plugin_option import plugin_option
-from secondary_scheduler.cli.score_inputs import InputError, load_pod, load_snapshot
+from secondary_scheduler.cli.score_inputs import Json, load_pod, load_snapshot
 from secondary_scheduler.cli.score_run import CycleError, NodeReport, ScoreReport, explain
-from secondary_scheduler.config import ConfigError, load_config_file
+from secondary_scheduler.config import ConfigError, load_config
 from secondary_scheduler.config.model import Profile
+from secondary_scheduler.safeyaml import MAX_CONFIG_BYTES
 
-_TRIMARAN_LOGGER = "secondary_scheduler.plugins.trimaran"
+DEFAULT_SCHEDULER = "default-scheduler"
+"""The schedulerName the API server gives a pod that names none."""
+
+_PLUGINS_LOGGER = "secondary_scheduler.plugins"
 
 
 @click.command("score")
@@ -27,22 +32,28 @@ _TRIMARAN_LOGGER = "secondary_scheduler.plugins.trimaran"
     "--config",
     "config_path",
     required=True,
-    type=click.Path(exists=True, dir_okay=False),
+    type=click.Path(),
     help="KubeSchedulerConfiguration file.",
 )
-@click.option("--profile", "profile_name", help="schedulerName of the profile to run (default: the first).")
+@click.option(
+    "--profile",
+    "profile_name",
+    help="schedulerName of the profile to run, even if the pod names another "
+    "(default: the profile the pod's spec.schedulerName selects, as the scheduler would).",
+)
 @click.option(
     "--snapshot",
     "snapshot_path",
     required=True,
-    type=click.Path(exists=True, dir_okay=False),
-    help="YAML/JSON with nodes, pods, and optionally metrics, recentlyScheduled, now.",
+    type=click.Path(),
+    help="YAML/JSON with nodes, pods, and optionally objects, metrics, recentlyScheduled, now "
+    "(`secsched snapshot` writes one from a live cluster).",
 )
 @click.option(
     "--pod",
     "pod_path",
     required=True,
-    type=click.Path(exists=True, dir_okay=False),
+    type=click.Path(),
     help="The v1 Pod to place.",
 )
 @click.option("--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
@@ -53,35 +64,39 @@ def score(config_path: str, profile_name: str | None, snapshot_path: str, pod_pa
     Snapshot keys:
       nodes              v1 Nodes (capacity and allocatable)
       pods               v1 Pods bound to those nodes (spec.nodeName)
+      objects            other objects plugins read: PVCs, PVs, StorageClasses... (optional)
       metrics            a load-watcher WatcherMetrics object (optional)
       recentlyScheduled  [{pod: NAMESPACE/NAME or a Pod, timestamp: UNIX_SECONDS}] (optional)
       now                Unix seconds the cycle runs at (default: the metrics' timestamp)
 
-    Metrics come from the file, never from the configured source. The pod's
-    schedulerName need not match the profile. The table shows each plugin's score
+    Metrics come from the file, never from the configured source. The profile is the
+    one the pod's spec.schedulerName selects (unset: default-scheduler), as in the
+    scheduler; a pod no profile schedules is refused unless --profile names one.
+    Inputs are checked as the API server checks them. The table shows each plugin's score
     ("raw→normalized" when the plugin rescales it), the weighted total, why filtered-out
     nodes do not fit, and what the load-aware plugins based their scores on.
     """
     try:
-        loaded = load_config_file(config_path)
+        loaded = load_config(read_input(config_path, "configuration", MAX_CONFIG_BYTES), config_path)
     except ConfigError as error:
         for problem in error.problems:
             click.echo(f"error: {problem.render(error.source)}", err=True)
         sys.exit(1)
     for warning in loaded.warnings:
         click.echo(f"warning: {warning.render(loaded.source)}", err=True)
-    profile = _profile(loaded.config.profiles, profile_name, config_path)
-    try:
-        snapshot = load_snapshot(snapshot_path)
-        pod = load_pod(pod_path)
-    except InputError as error:
-        raise click.ClickException(str(error)) from error
-    # The notes below say what the load-aware plugins would log.
-    logging.getLogger(_TRIMARAN_LOGGER).setLevel(logging.ERROR)
+    snapshot = load_snapshot(snapshot_path)
+    pod = load_pod(pod_path)
+    profile = _profile(loaded.config.profiles, profile_name, config_path, pod, pod_path)
+    # The notes below say what plugins would log; their own warnings would repeat them.
+    plugin_logs = logging.getLogger(_PLUGINS_LOGGER)
+    level = plugin_logs.level
+    plugin_logs.setLevel(logging.ERROR)
     try:
         report = explain(profile, snapshot, pod, loaded.config.percentage_of_nodes_to_score)
     except CycleError as error:
         raise click.ClickException(f"the scheduling cycle failed: {error}") from error
+    finally:
+        plugin_logs.setLevel(level)
     for kind in report.unread_kinds:
         click.echo(f"note: {snapshot_path}: objects: no enabled plugin reads {kind}; ignored", err=True)
     if output == "json":
@@ -93,16 +108,38 @@ def score(config_path: str, profile_name: str | None, snapshot_path: str, pod_pa
         _print_table(report)
 
 
-def _profile(profiles: tuple[Profile, ...], name: str | None, config_path: str) -> Profile:
-    if name is None:
-        return profiles[0]
-    for profile in profiles:
-        if profile.scheduler_name == name:
-            return profile
-    names = ", ".join(profile.scheduler_name for profile in profiles)
-    raise click.ClickException(
-        f"{config_path}: profiles: no profile has schedulerName {name!r}; it has {names}: pass one of them"
-    )
+def _profile(
+    profiles: tuple[Profile, ...], name: str | None, config_path: str, pod: Json, pod_path: str
+) -> Profile:
+    """--profile if given, else the profile the pod's schedulerName selects (the scheduler's rule)."""
+    by_name = {profile.scheduler_name: profile for profile in profiles}
+    names = ", ".join(by_name)
+    wanted = str((pod.get("spec") or {}).get("schedulerName") or DEFAULT_SCHEDULER)
+    if name is not None:
+        if name not in by_name:
+            raise InputError(
+                config_path,
+                f"no profile has schedulerName {name!r}; it has {names}",
+                field="profiles",
+                fix="pass one of them to --profile",
+            )
+        if name != wanted:
+            click.echo(
+                f"note: {pod_path}: spec.schedulerName is {wanted!r}: the scheduler would not run profile "
+                f"{name!r} for this pod; explained as if it did (--profile)",
+                err=True,
+            )
+        return by_name[name]
+    if wanted not in by_name:
+        unset = "" if (pod.get("spec") or {}).get("schedulerName") else " (unset, so the API server sets it)"
+        raise InputError(
+            pod_path,
+            f"{wanted!r}{unset} is no profile's schedulerName in {config_path} (it has {names}), "
+            "so this scheduler would never schedule the pod",
+            field="spec.schedulerName",
+            fix="set it to one of them, or pass --profile NAME to explain that profile anyway",
+        )
+    return by_name[wanted]
 
 
 def _print_table(report: ScoreReport) -> None:
@@ -144,7 +181,7 @@ def _print_table(report: ScoreReport) -> None:
         )
     )
     if report.notes:
-        console.print("Load-aware plugins (metrics from the snapshot file, not their configured sources):")
+        console.print("What plugins based their decisions on (load-aware ones: the snapshot's metrics):")
     for note in report.notes:
         console.print(Text(note.plugin, style="bold"))
         for line in note.lines():

@@ -8,31 +8,59 @@ reading a traceback.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
+import orjson
 import yaml
 from pydantic import ValidationError
 
-from secondary_scheduler.kube.quantity import QuantityError, parse_quantity
+from secondary_scheduler.apivalidation import Problem, check_node, check_object, check_pod
+from secondary_scheduler.cli.errors import InputError as CliInputError
+from secondary_scheduler.cli.errors import read_input
 from secondary_scheduler.plugins.trimaran.watchermetrics import WatcherMetrics
+from secondary_scheduler.safeyaml import (
+    MAX_MANIFEST_BYTES,
+    MAX_SNAPSHOT_BYTES,
+    YamlLimitError,
+    describe_error,
+    safe_load,
+)
 
 Json = dict[str, Any]
 SNAPSHOT_KEYS = ("nodes", "pods", "objects", "metrics", "recentlyScheduled", "now")
+MAX_PROBLEMS_SHOWN = 20
+MAX_METRIC_VALUE = 1000.0
+"""Metric values are percentages of a node's capacity; anything past 10x capacity is not a measurement."""
+MAX_UNIX_SECONDS = 10**11
 _METRICS_SHAPE = (
     "a load-watcher WatcherMetrics object: {timestamp, window: {duration, start, end}, source, "
     "data: {NodeMetricsMap: {<node>: {metrics: [{name, type, operator, rollup, value}]}}}}"
 )
 
 
-class InputError(Exception):
+class InputError(CliInputError):
     """A file ``secsched score`` cannot use; the message names the file, the field and the fix."""
 
-    def __init__(self, path: str, field: str, problem: str) -> None:
-        where = f"{path}: {field}" if field else path
-        super().__init__(f"{where}: {problem}")
+    def __init__(self, path: str, field: str, problem: str, more: Sequence[str] = ()) -> None:
+        super().__init__(path, problem, field=field or None, more=more)
+
+
+def _raise_problems(path: str, problems: Sequence[Problem]) -> None:
+    """Every API-validation problem, one `error:` line each (at most 20)."""
+    if not problems:
+        return
+    lines = [
+        f"{path}: {field}: {problem}: {fix}" if field else f"{path}: {problem}: {fix}"
+        for field, problem, fix in problems
+    ]
+    shown = lines[:MAX_PROBLEMS_SHOWN]
+    if len(lines) > len(shown):
+        shown.append(f"{path}: ... and {len(lines) - len(shown)} more problems")
+    field, problem, fix = problems[0]
+    raise InputError(path, field, f"{problem}: {fix}", shown[1:])
 
 
 @dataclass(frozen=True)
@@ -56,64 +84,63 @@ class ClusterSnapshot:
     """The time the cycle runs at; defaults to the metrics' timestamp (a snapshot is explained as of then)."""
 
 
-def read_document(path: str) -> Any:
-    """A YAML or JSON file's content (JSON is YAML)."""
+def read_document(path: str, limit: int = MAX_MANIFEST_BYTES, what: str = "file") -> Any:
+    """A YAML or JSON file's content (JSON is YAML), read within secondary_scheduler.safeyaml's limits."""
+    text = read_input(path, what, limit)
+    if text.lstrip().startswith(("{", "[")):
+        try:
+            return orjson.loads(text)  # fast for big snapshots; YAML below names the line of an error
+        except orjson.JSONDecodeError:
+            pass
     try:
-        text = Path(path).read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as error:
-        raise InputError(path, "", f"cannot be read ({error})") from error
-    try:
-        return yaml.safe_load(text)
+        return safe_load(text, max_bytes=limit, what=f"the {what}")
     except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        line = f" at line {mark.line + 1}" if mark is not None else ""
-        problem = getattr(error, "problem", None) or error
-        raise InputError(path, "", f"is not valid YAML or JSON{line} ({problem})") from error
+        line, problem = describe_error(error)
+        fix = "" if isinstance(error, YamlLimitError) else f"give a YAML or JSON {what}"
+        raise CliInputError(path, problem, line=line, fix=fix) from error
 
 
 def load_pod(path: str) -> Json:
-    """The pod to schedule: a v1 Pod."""
-    document = read_document(path)
+    """The pod to schedule: a v1 Pod, checked as the API server would check it."""
+    document = read_document(path, what="pod")
     if not isinstance(document, dict):
         raise InputError(path, "", "expected a v1 Pod (a mapping with metadata and spec)")
-    _check_pod(document, path, "")
+    _raise_problems(path, check_pod(document))
     return document
 
 
 def load_snapshot(path: str) -> ClusterSnapshot:
     """The cluster to schedule into: nodes, the pods bound to them, and optionally metrics."""
-    document = read_document(path)
+    document = read_document(path, MAX_SNAPSHOT_BYTES, "snapshot")
     if not isinstance(document, dict):
         raise InputError(path, "", f"expected a mapping with the keys {', '.join(SNAPSHOT_KEYS)}")
-    unknown = sorted(set(document) - set(SNAPSHOT_KEYS))
+    unknown = sorted(str(key) for key in set(document) - set(SNAPSHOT_KEYS))
     if unknown:
         raise InputError(path, unknown[0], f"unknown field: a snapshot has only {', '.join(SNAPSHOT_KEYS)}")
-    nodes = _nodes(document.get("nodes"), path)
-    node_names = {node["metadata"]["name"] for node in nodes}
+    problems: list[Problem] = []
+    nodes = _nodes(document.get("nodes"), path, problems)
+    node_names = {node["metadata"]["name"] for node in nodes if _has_name(node)}
     pods = _items(document.get("pods") or [], path, "pods", "v1 Pods bound to the snapshot's nodes")
     for index, pod in enumerate(pods):
-        _check_pod(pod, path, f"pods[{index}].")
-        _check_bound(pod, path, f"pods[{index}]", node_names)
+        problems += check_pod(pod, f"pods[{index}]")
+        _check_bound(pod, f"pods[{index}]", node_names, problems)
+    objects = _items(
+        document.get("objects") or [], path, "objects", "Kubernetes objects (apiVersion, kind, metadata)"
+    )
+    for index, obj in enumerate(objects):
+        problems += check_object(obj, f"objects[{index}]")
+    _raise_problems(path, problems)
     metrics = _metrics(document.get("metrics"), path)
     now = _number(document.get("now"), path, "now") if document.get("now") is not None else None
     if now is None:
         now = float(metrics.timestamp or metrics.window.end) if metrics is not None else 0.0
     recent = _recent(document.get("recentlyScheduled") or [], path, pods, node_names)
-    objects = _objects(document.get("objects") or [], path)
     return ClusterSnapshot(nodes, pods, metrics, recent, now, objects)
 
 
-def _objects(value: Any, path: str) -> list[Json]:
-    """Objects as `kubectl get -o yaml` writes them: apiVersion, kind and a name each."""
-    objects = _items(value, path, "objects", "Kubernetes objects (apiVersion, kind, metadata)")
-    for index, obj in enumerate(objects):
-        for key in ("apiVersion", "kind"):
-            if not isinstance(obj.get(key), str) or not obj[key]:
-                raise InputError(
-                    path, f"objects[{index}].{key}", "missing: every object needs apiVersion and kind"
-                )
-        _name(obj, path, f"objects[{index}]")
-    return objects
+def _has_name(obj: Json) -> bool:
+    metadata = obj.get("metadata")
+    return isinstance(metadata, dict) and isinstance(metadata.get("name"), str) and bool(metadata["name"])
 
 
 def _items(value: Any, path: str, field: str, what: str) -> list[Json]:
@@ -125,7 +152,7 @@ def _items(value: Any, path: str, field: str, what: str) -> list[Json]:
     return value
 
 
-def _nodes(value: Any, path: str) -> list[Json]:
+def _nodes(value: Any, path: str, problems: list[Problem]) -> list[Json]:
     if value is None:
         raise InputError(
             path, "nodes", "missing: list the cluster's v1 Nodes (`kubectl get nodes -o yaml`'s items)"
@@ -133,69 +160,39 @@ def _nodes(value: Any, path: str) -> list[Json]:
     nodes = _items(value, path, "nodes", "v1 Nodes")
     seen: set[str] = set()
     for index, node in enumerate(nodes):
-        name = _name(node, path, f"nodes[{index}]")
+        found = check_node(node, f"nodes[{index}]")
+        problems += found
+        if found or not _has_name(node):
+            continue
+        name = node["metadata"]["name"]
         if name in seen:
-            raise InputError(path, f"nodes[{index}].metadata.name", f"{name!r} is listed twice: keep one")
+            problems.append((f"nodes[{index}].metadata.name", f"{name!r} is listed twice", "keep one"))
         seen.add(name)
-        status = node.get("status") or {}
-        for part in ("capacity", "allocatable"):
-            _check_quantities(status.get(part), path, f"nodes[{index}].status.{part}")
-        if not (status.get("allocatable") or {}).get("cpu"):
-            raise InputError(
-                path,
-                f"nodes[{index}].status.allocatable.cpu",
-                "missing: give the node's allocatable (and capacity) cpu and memory",
+        allocatable = (node.get("status") or {}).get("allocatable") or {}
+        if not allocatable.get("cpu"):
+            problems.append(
+                (
+                    f"nodes[{index}].status.allocatable.cpu",
+                    "missing",
+                    "give the node's allocatable (and capacity) cpu and memory",
+                )
             )
     return nodes
 
 
-def _name(obj: Json, path: str, field: str) -> str:
-    name = (obj.get("metadata") or {}).get("name")
-    if not isinstance(name, str) or not name:
-        where = f"{field}.metadata.name" if field else "metadata.name"
-        raise InputError(path, where, "missing: every object needs a name")
-    return name
-
-
-def _check_pod(pod: Json, path: str, prefix: str) -> None:
-    _name(pod, path, prefix.rstrip("."))
+def _check_bound(pod: Json, field: str, node_names: set[str], problems: list[Problem]) -> None:
     spec = pod.get("spec")
-    if not isinstance(spec, dict) or not isinstance(spec.get("containers"), list):
-        raise InputError(path, f"{prefix}spec.containers", "missing: a Pod needs spec.containers (a list)")
-    for field in ("initContainers", "containers"):
-        for index, container in enumerate(spec.get(field) or ()):
-            resources = (container or {}).get("resources") or {}
-            for part in ("requests", "limits"):
-                _check_quantities(
-                    resources.get(part), path, f"{prefix}spec.{field}[{index}].resources.{part}"
-                )
-    _check_quantities(spec.get("overhead"), path, f"{prefix}spec.overhead")
-
-
-def _check_bound(pod: Json, path: str, field: str, node_names: set[str]) -> None:
-    node = (pod.get("spec") or {}).get("nodeName")
+    node = spec.get("nodeName") if isinstance(spec, dict) else None
     if not node:
-        raise InputError(
-            path,
-            f"{field}.spec.nodeName",
-            "missing: the snapshot's pods are those already on nodes (the pod to schedule goes in --pod)",
+        problems.append(
+            (
+                f"{field}.spec.nodeName",
+                "missing",
+                "the snapshot's pods are those already on nodes (the pod to schedule goes in --pod)",
+            )
         )
-    if node not in node_names:
-        raise InputError(
-            path, f"{field}.spec.nodeName", f"{node!r} is not one of the snapshot's nodes: add it"
-        )
-
-
-def _check_quantities(resources: Any, path: str, field: str) -> None:
-    if resources is None:
-        return
-    if not isinstance(resources, Mapping):
-        raise InputError(path, field, "expected a mapping of resource name to quantity (cpu: 500m)")
-    for name, quantity in resources.items():
-        try:
-            parse_quantity(quantity)
-        except (QuantityError, TypeError) as error:
-            raise InputError(path, f"{field}.{name}", str(error)) from error
+    elif node not in node_names:
+        problems.append((f"{field}.spec.nodeName", f"{node!r} is not one of the snapshot's nodes", "add it"))
 
 
 def _metrics(value: Any, path: str) -> WatcherMetrics | None:
@@ -204,16 +201,35 @@ def _metrics(value: Any, path: str) -> WatcherMetrics | None:
     if not isinstance(value, dict):
         raise InputError(path, "metrics", f"expected {_METRICS_SHAPE}")
     try:
-        return WatcherMetrics.parse(value)
+        metrics = WatcherMetrics.parse(value)
     except ValidationError as error:
         first = error.errors()[0]
         field = ".".join(["metrics", *(str(part) for part in first["loc"])])
         raise InputError(path, field, f"{first['msg']}: metrics must be {_METRICS_SHAPE}") from error
+    for name, when in (
+        ("timestamp", metrics.timestamp),
+        ("window.start", metrics.window.start),
+        ("window.end", metrics.window.end),
+    ):
+        if not 0 <= when <= MAX_UNIX_SECONDS:
+            raise InputError(path, f"metrics.{name}", f"{when} is not a time: give Unix seconds")
+    for node, node_metrics in metrics.data.node_metrics_map.items():
+        for index, metric in enumerate(node_metrics.metrics):
+            if not (math.isfinite(metric.value) and 0 <= metric.value <= MAX_METRIC_VALUE):
+                raise InputError(
+                    path,
+                    f"metrics.data.NodeMetricsMap.{node}.metrics[{index}].value",
+                    f"{metric.value} is not a utilisation: load-watcher values are percentages of the "
+                    f"node's capacity, from 0 to {MAX_METRIC_VALUE:g}",
+                )
+    return metrics
 
 
 def _number(value: Any, path: str, field: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise InputError(path, field, f"expected Unix seconds (a number), got {value!r}")
+    if not (math.isfinite(value) and 0 <= value <= MAX_UNIX_SECONDS):
+        raise InputError(path, field, f"{value} is not a time: give Unix seconds (e.g. `date +%s`)")
     return float(value)
 
 
@@ -231,8 +247,9 @@ def _recent(value: Any, path: str, pods: Sequence[Json], node_names: set[str]) -
                 raise InputError(path, f"{field}.pod", f"{reference!r} is not one of the snapshot's pods")
         elif isinstance(reference, dict):
             pod = reference
-            _check_pod(pod, path, f"{field}.pod.")
-            _check_bound(pod, path, f"{field}.pod", node_names)
+            problems = check_pod(pod, f"{field}.pod")
+            _check_bound(pod, f"{field}.pod", node_names, problems)
+            _raise_problems(path, problems)
         else:
             raise InputError(path, f"{field}.pod", "expected NAMESPACE/NAME of one of the pods, or a v1 Pod")
         timestamp = _number(item.get("timestamp"), path, f"{field}.timestamp")

@@ -151,8 +151,10 @@ def _report(
             others.append(NodeReport(name, False, reason or NOT_EVALUATED, {}, 0))
     feasible = sorted(scored.values(), key=lambda node: (-node.total, node.name))
     best = feasible[0].total if feasible else None
+    # Every plugin's note: the score plugins' first (in profile order), then the others (preemption).
+    first = [plugin.name for plugin in framework.score_plugins if plugin.name in state.notes]
     notes = tuple(
-        state.notes[plugin.name] for plugin in framework.score_plugins if plugin.name in state.notes
+        state.notes[name] for name in [*first, *(name for name in state.notes if name not in first)]
     )
     return ScoreReport(
         profile=framework.scheduler_name,

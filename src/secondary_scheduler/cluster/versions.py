@@ -67,6 +67,11 @@ class BinarySpec:
     name: str
     package: str
     module: str  # "kubernetes", "etcd" or "kwok"
+    source: str | None = None
+    """For our own Go test harnesses: their source directory, relative to the package
+    `secondary_scheduler`. It is copied into the wrapper module as the package `./<name>`
+    (so it builds against the very same upstream modules), and the binary is rebuilt
+    whenever that source changes."""
 
 
 BINARIES = (
@@ -77,6 +82,10 @@ BINARIES = (
     # The upstream reference: kube-scheduler with the default plugins plus Trimaran.
     BinarySpec("kube-scheduler-plugins", "sigs.k8s.io/scheduler-plugins/cmd/scheduler", "kubernetes"),
     BinarySpec("kwok", "sigs.k8s.io/kwok/cmd/kwok", "kwok"),
+    # tests/conformance's reference: one cycle of upstream's framework over a `secsched score` snapshot.
+    BinarySpec(
+        "conformance-harness", "./conformance-harness", "kubernetes", source="cluster/harness/conformance"
+    ),
 )
 
 

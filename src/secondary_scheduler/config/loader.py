@@ -13,7 +13,7 @@ from typing import Any
 
 from secondary_scheduler.config.base import format_go_duration
 from secondary_scheduler.config.diagnose import validate_model
-from secondary_scheduler.config.errors import ConfigError, Finding, Findings, Problem, format_path
+from secondary_scheduler.config.errors import ConfigError, Finding, Findings, Problem, YamlPath, format_path
 from secondary_scheduler.config.model import LeaderElection, Profile, SchedulerConfiguration
 from secondary_scheduler.config.placeholders import find_placeholders
 from secondary_scheduler.config.profiles import build_profile
@@ -66,6 +66,9 @@ def _effective(data: Any, findings: Findings) -> SchedulerConfiguration | None:
     for path, message in find_placeholders(data):
         findings.error(path, message)
         findings.shadow(path)
+    for path, number in _huge_integers(data, ()):
+        findings.error(path, f"{number} is out of range: Kubernetes integers are at most 64-bit (±9.2e18)")
+        findings.shadow(path)
     version = check_header(data, findings)
     if version is None:
         return None
@@ -93,6 +96,20 @@ def _effective(data: Any, findings: Findings) -> SchedulerConfiguration | None:
         leader_election=top.leader_election,
         profiles=tuple(profile for _, profile in profiles),
     )
+
+
+def _huge_integers(data: Any, path: YamlPath) -> list[tuple[YamlPath, int]]:
+    """Integers Go's JSON decoder cannot hold in an int64 (it refuses the whole file for them)."""
+    found: list[tuple[YamlPath, int]] = []
+    if isinstance(data, dict):
+        for key, value in data.items():
+            found += _huge_integers(value, (*path, key))
+    elif isinstance(data, list):
+        for index, value in enumerate(data):
+            found += _huge_integers(value, (*path, index))
+    elif isinstance(data, int) and not isinstance(data, bool) and not -(2**63) <= data < 2**63:
+        found.append((path, data))
+    return found
 
 
 def _profiles(raw: Any, version: ApiVersion, findings: Findings) -> list[tuple[int, Profile]]:

@@ -44,8 +44,17 @@ def enabled_plugins(plugins: Mapping[ExtensionPoint, Sequence[PluginEntry]]) -> 
     return tuple(dict.fromkeys(entry.name for point in ExtensionPoint for entry in plugins.get(point, ())))
 
 
+FLOAT32_MAX = 3.4028234663852886e38
+INT32_MAX = 2**31 - 1
+
+
 class ClientConnection(ConfigModel):
-    """How to reach the API server; qps/burst 0 mean the scheduler's defaults, as upstream."""
+    """How to reach the API server; qps/burst 0 mean the scheduler's defaults, as upstream.
+
+    component-base refuses a negative burst; a negative qps it passes to client-go, which then
+    drops client-side rate limiting altogether. That is almost never what a negative number in
+    a config means, so it is refused here too, with the way to say "a lot" instead.
+    """
 
     kubeconfig: str = ""
     accept_content_types: str = ""
@@ -56,11 +65,22 @@ class ClientConnection(ConfigModel):
     @field_validator("qps")
     @classmethod
     def _default_qps(cls, value: float) -> float:
+        if value < 0:
+            raise ValueError(
+                f"must not be negative, got {value:g}: 0 means the default (50); for a very high rate "
+                "write a large number (client-go would read a negative qps as no rate limit at all)"
+            )
+        if value > FLOAT32_MAX:
+            raise ValueError(f"{value:g} is out of range for qps (a float32: at most 3.4e38)")
         return value or 50.0
 
     @field_validator("burst")
     @classmethod
     def _default_burst(cls, value: int) -> int:
+        if value < 0:
+            raise ValueError(f"must be non-negative, got {value} (0 means the default, 100)")
+        if value > INT32_MAX:
+            raise ValueError(f"{value} is out of range for burst (an int32: at most {INT32_MAX})")
         return value or 100
 
 

@@ -180,13 +180,6 @@ class PodTopologySpreadArgs(ConfigModel):
         return self
 
 
-class DefaultPreemptionArgs(ConfigModel):
-    """Accepted so kube-scheduler profiles load unchanged; this scheduler never evicts pods."""
-
-    min_candidate_nodes_percentage: int = Field(10, ge=0, le=100)
-    min_candidate_nodes_absolute: int = Field(100, ge=0)
-
-
 class InterPodAffinityArgs(ConfigModel):
     hard_pod_affinity_weight: int = Field(1, ge=0, le=100)
     ignore_preferred_terms_of_existing_pods: bool = False

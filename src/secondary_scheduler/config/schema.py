@@ -15,6 +15,7 @@ from secondary_scheduler.config.base import ConfigModel
 from secondary_scheduler.config.model import ClientConnection, LeaderElection
 
 _INT32_MAX = 2**31 - 1
+_INT64_MAX = 2**63 - 1
 
 
 class PluginInput(ConfigModel):
@@ -69,10 +70,10 @@ class DocumentInput(ConfigModel):
     api_version: str
     kind: str
     profiles: list[dict[str, Any]] = Field(default_factory=list)
-    parallelism: int = Field(16, gt=0)
+    parallelism: int = Field(16, gt=0, le=_INT32_MAX)
     percentage_of_nodes_to_score: int | None = Field(None, ge=0, le=100)
-    pod_initial_backoff_seconds: int = Field(1, gt=0)
-    pod_max_backoff_seconds: int = Field(10, gt=0)
+    pod_initial_backoff_seconds: int = Field(1, gt=0, le=_INT64_MAX)
+    pod_max_backoff_seconds: int = Field(10, gt=0, le=_INT64_MAX)
     client_connection: ClientConnection = Field(default_factory=ClientConnection)
     leader_election: LeaderElection = Field(default_factory=LeaderElection)
     enable_profiling: bool = True

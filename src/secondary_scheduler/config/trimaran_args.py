@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import math
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from secondary_scheduler.config.base import ConfigModel, GoDuration, ResourceList, ResourceWeights, warn
+from secondary_scheduler.config.placeholders import find_placeholders
 from secondary_scheduler.kube.quantity import milli_value
 
 KUBERNETES_METRICS_SERVER = "KubernetesMetricsServer"
@@ -24,6 +26,27 @@ PROMETHEUS = "Prometheus"
 SIGNALFX = "SignalFx"
 MetricProviderType = Literal["KubernetesMetricsServer", "Prometheus", "SignalFx"]
 _NEEDS_ADDRESS = (PROMETHEUS, SIGNALFX)
+
+
+def check_url(value: str, what: str) -> str:
+    """An http(s) URL with a host: what load-watcher's clients (and ours) can connect to.
+
+    Upstream passes a scheme-less address through and fails on the first fetch, with every node
+    scoring 0 meanwhile; here the config says so before the scheduler starts.
+    """
+    if any(True for _ in find_placeholders(value)):
+        return value  # reported as an unfilled placeholder, which says more
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError as error:
+        raise ValueError(f"{what} {value!r} is not a URL ({error})") from error
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        guess = f"https://{value}" if "://" not in value else "https://HOST:PORT"
+        raise ValueError(
+            f"{what} {value!r} is not an http(s) URL with a host: write the scheme, e.g. {guess}"
+        )
+    return value
 
 
 class SecretKeyRef(ConfigModel):
@@ -58,6 +81,8 @@ class MetricProvider(ConfigModel):
         ]
         if len(given) > 1:
             raise ValueError(f"set only one of {', '.join(given)}: they are alternative token sources")
+        if self.address:
+            check_url(self.address, "metricProvider.address")
         return self
 
 
@@ -93,6 +118,11 @@ class TrimaranArgs(ConfigModel):
                 )
         return {**data, "metricProvider": provider}
 
+    @field_validator("watcher_address")
+    @classmethod
+    def _watcher_url(cls, value: str | None) -> str | None:
+        return check_url(value, "watcherAddress") if value else value
+
     @property
     def uses_watcher(self) -> bool:
         """Metrics come from a load-watcher service (as upstream, an empty watcherAddress means not)."""
@@ -112,6 +142,7 @@ class TrimaranArgs(ConfigModel):
                 f"metricProvider.address is required for {provider.type} "
                 "(or set watcherAddress to use a load-watcher)"
             )
+
         if provider.token:
             warn(
                 info,
@@ -130,6 +161,8 @@ def parse_multiplier(text: str) -> float:
         number = math.nan
     if text != text.strip() or "_" in text or math.isnan(number):
         raise ValueError(f'{text!r} is not a number: write it as a quoted number, e.g. "1.5"')
+    if math.isinf(number) or number < 0:
+        raise ValueError(f'{text!r} must be a finite number of 0 or more, e.g. "1.5"')
     return number
 
 
@@ -144,6 +177,13 @@ class TargetLoadPackingArgs(TrimaranArgs):
         if value <= 0:
             warn(info, ("targetUtilization",), f"{value} is not a percentage above 0: using the default, 40")
             return 40
+        if value > 100:
+            # Upstream defaults only values <= 0. Above 100 its formula scores nodes outside 0-100,
+            # and the framework then fails every pod this plugin scores.
+            raise ValueError(
+                f"{value} is not a CPU utilisation target (a percentage): use one from 1 to 100 "
+                "(the default is 40; TargetLoadPacking packs nodes up to it, then spreads)"
+            )
         return value
 
     @field_validator("default_requests")

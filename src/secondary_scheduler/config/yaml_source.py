@@ -15,8 +15,11 @@ from typing import Any
 import yaml
 
 from secondary_scheduler.config.errors import Findings, YamlPath
+from secondary_scheduler.safeyaml import MAX_CONFIG_BYTES, BoundedLoader, YamlLimitError, human_bytes
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
+MAX_CONFIG_VALUES = 50_000
+"""Values a configuration may expand to (aliases included); real ones have a few hundred."""
 
 
 @dataclass(frozen=True)
@@ -34,8 +37,20 @@ class YamlDocument:
 
 
 def parse_yaml(text: str, findings: Findings) -> YamlDocument | None:
-    """The single document in `text`, or None after recording why it cannot be read."""
-    loader = yaml.SafeLoader(_plain_indentation(text, findings))
+    """The single document in `text`, or None after recording why it cannot be read.
+
+    Bounded (see secondary_scheduler.safeyaml): a document over 1 MiB, nested too deeply or
+    expanding through aliases past the limits is reported, never expanded.
+    """
+    size = len(text.encode("utf-8", errors="replace"))
+    if size > MAX_CONFIG_BYTES:
+        findings.error(
+            (),
+            f"the file is {human_bytes(size)}; a configuration is at most {human_bytes(MAX_CONFIG_BYTES)} "
+            "(the most a ConfigMap holds): is this the right file?",
+        )
+        return None
+    loader = BoundedLoader(_plain_indentation(text, findings), max_values=MAX_CONFIG_VALUES)
     try:
         root = loader.get_single_node()
         if root is None:
@@ -43,6 +58,10 @@ def parse_yaml(text: str, findings: Findings) -> YamlDocument | None:
             return None
         walker = _Walker(loader, findings)
         data = walker.value(root, ())
+    except YamlLimitError as error:
+        mark = error.problem_mark
+        findings.error((), str(error.problem), line=mark.line + 1 if mark else None)
+        return None
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
         findings.error((), _syntax_message(error), line=mark.line + 1 if mark else None)

@@ -1,7 +1,8 @@
 """The scheduling framework: node state, pod parsing, plugin interfaces and the scheduling cycle.
 
-Import the registry from ``secondary_scheduler.framework.registry``: it imports the plugins,
-which import this package, so it is not re-exported here.
+The plugin registry is ``secondary_scheduler.plugins.registry``: it imports the plugins,
+which import this package, and the framework names no plugin. Plugins written outside
+this package import ``secondary_scheduler.pluginapi`` instead of this package.
 """
 
 from secondary_scheduler.framework.diagnosis import Diagnosis

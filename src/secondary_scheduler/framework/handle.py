@@ -28,6 +28,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from secondary_scheduler.framework.informers import Informer, Informers, Resource
+from secondary_scheduler.framework.nominator import Nominator
 from secondary_scheduler.framework.waiting import WaitingPods
 
 if TYPE_CHECKING:
@@ -80,6 +81,7 @@ class _Shared:
     bound_hooks: list[PodHook] = field(default_factory=list)
     waiting_pods: WaitingPods = field(default_factory=WaitingPods)
     tasks: set[asyncio.Task[None]] = field(default_factory=set)
+    nominator: Nominator = field(default_factory=Nominator)
 
 
 @dataclass
@@ -169,6 +171,11 @@ class Handle:
     def waiting_pods(self) -> WaitingPods:
         """Pods a Permit plugin holds: allow or reject them by UID, or iterate them."""
         return self.shared.waiting_pods
+
+    @property
+    def nominator(self) -> Nominator:
+        """Pending pods nominated to nodes by preemption: the filters keep their room."""
+        return self.shared.nominator
 
     def record_event(self, pod: PodInfo, event_type: str, reason: str, action: str, note: str) -> None:
         """An Event regarding ``pod``, reported by this profile (e.g. Normal/Preempted/Preempting)."""

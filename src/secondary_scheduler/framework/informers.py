@@ -61,6 +61,7 @@ CSI_DRIVERS = Resource("storage.k8s.io/v1", "CSIDriver", "csidrivers", namespace
 CSI_STORAGE_CAPACITIES = Resource(
     "storage.k8s.io/v1", "CSIStorageCapacity", "csistoragecapacities", namespaced=True
 )
+VOLUME_ATTACHMENTS = Resource("storage.k8s.io/v1", "VolumeAttachment", "volumeattachments", namespaced=False)
 POD_DISRUPTION_BUDGETS = Resource("policy/v1", "PodDisruptionBudget", "poddisruptionbudgets", namespaced=True)
 PRIORITY_CLASSES = Resource("scheduling.k8s.io/v1", "PriorityClass", "priorityclasses", namespaced=False)
 
@@ -74,6 +75,8 @@ class Informer:
     def __init__(self, resource: Resource) -> None:
         self.resource = resource
         self._objects: dict[str, KubeObject] = {}
+        self._assumed: dict[str, KubeObject] = {}
+        """Key -> the version the scheduler assumed, kept until the API server has a newer one."""
         self._listeners: list[Listener] = []
         self.synced = False
         """True after the first full list (or after a snapshot filled it)."""
@@ -103,6 +106,11 @@ class Informer:
     def replace(self, items: Iterable[KubeObject]) -> None:
         """A full list: the difference from what was known reaches the listeners as events."""
         fresh = {object_key(item): item for item in items}
+        for key, assumed in list(self._assumed.items()):
+            if key in fresh and not _newer(fresh[key], assumed):
+                fresh[key] = assumed  # the list predates our write: keep what we wrote
+            else:
+                del self._assumed[key]
         old = self._objects
         self._objects = fresh
         self.synced = True
@@ -121,8 +129,14 @@ class Informer:
         previous = self._objects.get(key)
         if kind == DELETED:
             self._objects.pop(key, None)
+            self._assumed.pop(key, None)
             self._notify(DELETED, previous or obj, None)
             return
+        assumed = self._assumed.get(key)
+        if assumed is not None:
+            if not _newer(obj, assumed):
+                return  # an event older than what we assumed we wrote
+            del self._assumed[key]
         self._objects[key] = obj
         self._notify(ADDED if previous is None else MODIFIED, previous, obj)
 
@@ -136,6 +150,7 @@ class Informer:
         key = object_key(obj)
         previous = self._objects.get(key)
         self._objects[key] = obj
+        self._assumed[key] = obj
         return previous
 
     def restore(self, obj: KubeObject, previous: KubeObject | None) -> None:
@@ -143,6 +158,7 @@ class Informer:
         key = object_key(obj)
         if self._objects.get(key) is not obj:
             return
+        self._assumed.pop(key, None)
         if previous is None:
             self._objects.pop(key, None)
         else:
@@ -155,6 +171,14 @@ class Informer:
 
 def _version(obj: KubeObject) -> object:
     return (obj.get("metadata") or {}).get("resourceVersion")
+
+
+def _newer(obj: KubeObject, than: KubeObject) -> bool:
+    """Whether ``obj``'s resourceVersion is past ``than``'s, as numbers (as upstream's assume cache)."""
+    try:
+        return int(str(_version(obj))) > int(str(_version(than)))
+    except ValueError:
+        return True  # not comparable: trust the API server
 
 
 class Informers:

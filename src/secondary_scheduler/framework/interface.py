@@ -71,6 +71,14 @@ class QueuedPodInfo(Protocol):
     def timestamp(self) -> float: ...
 
 
+class FilterError(Exception):
+    """Raised by a Filter that cannot decide (an object it needs is gone, not a rejection).
+
+    The cycle ends with an Error status whose message is the exception's text, as
+    kube-scheduler's ``running "X" filter plugin: ...``; the pod is retried with backoff.
+    """
+
+
 class Rejection(NamedTuple):
     """The candidates a Filter rejects for one reason: ``mask`` is aligned with the candidates."""
 

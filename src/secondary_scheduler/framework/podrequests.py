@@ -129,9 +129,12 @@ def _pod_level_set(spec: Mapping[str, Any]) -> bool:
     )
 
 
-def _requests(spec: Mapping[str, Any], defaults: Mapping[str, Decimal], status: _Statuses) -> ResourceList:
+def _requests(
+    spec: Mapping[str, Any], defaults: Mapping[str, Decimal], status: _Statuses, pod_level: bool = True
+) -> ResourceList:
     requests = _aggregate_containers(spec, defaults, status)
-    requests.update(_pod_level_requests(spec))
+    if pod_level:
+        requests.update(_pod_level_requests(spec))
     _add(requests, _resource_list(spec.get("overhead")))
     return requests
 
@@ -141,24 +144,34 @@ def _to_units(name: str, value: Decimal) -> int:
     return math.ceil(value * 1000) if name == CPU else math.ceil(value)
 
 
-def pod_requests(spec: Mapping[str, Any], status: Mapping[str, Any] | None = None) -> dict[str, int]:
-    """What the pod requests, per resource, as NodeResourcesFit and the node's "requested" see it."""
-    return {name: _to_units(name, value) for name, value in _requests(spec, {}, _Statuses(status)).items()}
+def pod_requests(
+    spec: Mapping[str, Any], status: Mapping[str, Any] | None = None, *, pod_level: bool = True
+) -> dict[str, int]:
+    """What the pod requests, per resource, as NodeResourcesFit and the node's "requested" see it.
+
+    ``pod_level=False`` leaves pod-level ``spec.resources`` out (the container sum and the
+    overhead only): NodeResourcesFit's score sees a pod that way upstream.
+    """
+    requests = _requests(spec, {}, _Statuses(status), pod_level)
+    return {name: _to_units(name, value) for name, value in requests.items()}
 
 
-def non_zero_requests(spec: Mapping[str, Any], status: Mapping[str, Any] | None = None) -> tuple[int, int]:
+def non_zero_requests(
+    spec: Mapping[str, Any], status: Mapping[str, Any] | None = None, *, pod_level: bool = True
+) -> tuple[int, int]:
     """(millicores, bytes) for scoring: containers without a cpu/memory request count 100m / 200Mi.
 
     This keeps pods that request nothing from all landing on the same "empty-looking" node.
-    With pod-level requests, the default applies only to a resource set nowhere.
+    With pod-level requests, the default applies only to a resource set nowhere; with
+    ``pod_level=False`` they are ignored, as in ``pod_requests``.
     """
     statuses = _Statuses(status)
-    requests = _requests(spec, {}, statuses)
+    requests = _requests(spec, {}, statuses, pod_level)
     defaults = _DEFAULTS
-    if _pod_level_set(spec):
+    if pod_level and _pod_level_set(spec):
         defaults = {name: value for name, value in _DEFAULTS.items() if name not in requests}
     if defaults:
-        requests = _requests(spec, defaults, statuses)
+        requests = _requests(spec, defaults, statuses, pod_level)
     return (
         _to_units(CPU, requests.get(CPU, Decimal(0))),
         _to_units(MEMORY, requests.get(MEMORY, Decimal(0))),

@@ -1,41 +1,472 @@
-"""``DefaultPreemption`` without preemption: kube-scheduler's PostFilter message, no evictions.
+"""Preemption's evaluator, shared by preemption plugins (kube-scheduler's framework/preemption).
 
-This scheduler never evicts pods to make room. Keeping a PostFilter named
-DefaultPreemption lets a kube-scheduler profile run unchanged and puts the same
-"preemption: ..." part in the FailedScheduling message, worded as kube-scheduler words it
-when it finds nothing to evict: nodes rejected for resolvable reasons (resources, ports,
-anti-affinity) read "No preemption victims found for incoming pod", the others "Preemption
-is not helpful for scheduling". Args (candidate node percentages) are accepted and unused.
+When no node fits a pod, ``Evaluator.preempt`` looks for a node where evicting pods of lower
+priority would make it fit, following pkg/scheduler/framework/preemption/preemption.go:
+
+1. Is the pod allowed to preempt at all (``PreemptionInterface.eligible_to_preempt_others``:
+   not ``preemptionPolicy: Never``, and its earlier victims are gone)?
+2. Candidates: only nodes whose filters rejected the pod with Unschedulable (removing pods
+   might help; UnschedulableAndUnresolvable ones never can), dry-run from a random offset
+   until there is a candidate that violates no PodDisruptionBudget and enough candidates
+   in all (``DefaultPreemptionArgs``). Each dry run asks the plugin for the fewest victims
+   on the node (``select_victims_on_node``).
+3. The best candidate, by kube-scheduler's order (``pick_one_node``): fewest PDB
+   violations, lowest highest-victim priority, smallest sum of priorities, fewest victims,
+   latest start of the highest-priority victims, then the first.
+4. Preparation, in the background (kube-scheduler 1.34's async preemption, on by default):
+   lower-priority pods nominated to that node lose their nomination, and each victim gets
+   the ``DisruptionTarget`` condition and is deleted (a victim a Permit plugin holds is
+   rejected instead), with a ``Preempted`` Event. The pod is nominated to the node at once,
+   so the next cycles keep the room for it while the victims terminate.
+
+The dry run changes the live NodeTable (victims removed and put back) and restores it
+before returning: a scheduling cycle is synchronous, so nothing else sees it meanwhile.
 """
 
 from __future__ import annotations
 
-from typing import ClassVar
+import asyncio
+import datetime
+import logging
+import random
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
 
-from secondary_scheduler.config.plugin_args import DefaultPreemptionArgs
-from secondary_scheduler.framework.diagnosis import Diagnosis, fit_error_message
-from secondary_scheduler.framework.interface import CycleState, PostFilterPlugin, PostFilterResult
+from prometheus_client import CollectorRegistry, Counter, Histogram
+
+from secondary_scheduler.framework.diagnosis import Diagnosis
+from secondary_scheduler.framework.informers import POD_DISRUPTION_BUDGETS
+from secondary_scheduler.framework.interface import CycleState
+from secondary_scheduler.framework.labels import LabelSelector
 from secondary_scheduler.framework.nodetable import NodeTable
 from secondary_scheduler.framework.podinfo import PodInfo
-from secondary_scheduler.framework.status import Code, Status
+from secondary_scheduler.framework.status import SUCCESS, Code, Status
+from secondary_scheduler.kube.client import ApiError, resource_path
 
-NO_VICTIMS = "No preemption victims found for incoming pod"
+if TYPE_CHECKING:
+    from secondary_scheduler.framework.handle import Handle
+
+log = logging.getLogger(__name__)
+
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
+"""The status of nodes where preemption was not tried (filters said removing pods cannot help)."""
+NO_CANDIDATE = "no candidate node for preemption"
+WAITING_FOR_PREEMPTION = "waiting for the preemption for this pod to be finished"
+"""Upstream's PreEnqueue message while the pod's victims are still being evicted."""
+DISRUPTION_TARGET = "DisruptionTarget"
+PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
+PREEMPTED = "Preempted"
+_PRIORITY_OFFSET = 2**31
+"""Added to each priority before summing, so negative priorities do not favour more victims."""
 
 
-class DefaultPreemption(PostFilterPlugin):
-    name: ClassVar[str] = "DefaultPreemption"
-    args_model = DefaultPreemptionArgs
+@dataclass(frozen=True)
+class Candidate:
+    """A node where the pod fits once ``victims`` are gone."""
 
-    def post_filter(
-        self, state: CycleState, pod: PodInfo, table: NodeTable, diagnosis: Diagnosis
-    ) -> PostFilterResult:
-        if pod.preemption_policy == "Never":
-            return PostFilterResult(
-                Status.unschedulable("preemption: not eligible due to preemptionPolicy=Never.")
+    node: str
+    victims: tuple[PodInfo, ...]
+    """Most important first (the order pick_one_node relies on)."""
+    pdb_violations: int
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A PodDisruptionBudget as preemption reads it."""
+
+    namespace: str
+    selector: LabelSelector
+    disruptions_allowed: int
+    disrupted_pods: frozenset[str]
+    """Pods the API server already counted as disrupted (evicted, not yet gone)."""
+
+    @classmethod
+    def parse(cls, obj: Any) -> Budget:
+        metadata = obj.get("metadata") or {}
+        status = obj.get("status") or {}
+        return cls(
+            namespace=str(metadata.get("namespace") or ""),
+            selector=LabelSelector.parse((obj.get("spec") or {}).get("selector")),
+            disruptions_allowed=int(status.get("disruptionsAllowed") or 0),
+            disrupted_pods=frozenset(status.get("disruptedPods") or {}),
+        )
+
+    def selects(self, pod: PodInfo) -> bool:
+        """Whether the budget covers ``pod``; an empty or missing selector covers nothing."""
+        if self.namespace != pod.namespace or self.selector.is_empty:
+            return False
+        return self.selector.matches(pod.labels)
+
+
+def split_by_pdb_violation(
+    pods: Iterable[PodInfo], budgets: Sequence[Budget]
+) -> tuple[list[PodInfo], list[PodInfo]]:
+    """(violating, non-violating): whether evicting the pods in this order would break a budget.
+
+    Each matching budget's allowance is spent pod by pod, in the given order (so a sorted
+    list keeps its order in both groups); a pod the budget already counts as disrupted
+    spends nothing (filterPodsWithPDBViolation).
+    """
+    allowed = [budget.disruptions_allowed for budget in budgets]
+    violating: list[PodInfo] = []
+    non_violating: list[PodInfo] = []
+    for pod in pods:
+        violated = False
+        if pod.labels:
+            for index, budget in enumerate(budgets):
+                if not budget.selects(pod) or pod.name in budget.disrupted_pods:
+                    continue
+                allowed[index] -= 1
+                if allowed[index] < 0:
+                    violated = True
+        (violating if violated else non_violating).append(pod)
+    return violating, non_violating
+
+
+def start_time(pod: PodInfo, now: float) -> float:
+    """``status.startTime`` in Unix seconds; ``now`` for pods not started (GetPodStartTime)."""
+    raw = (pod.obj.get("status") or {}).get("startTime")
+    if not raw:
+        return now
+    try:
+        return datetime.datetime.fromisoformat(str(raw)).timestamp()
+    except ValueError:
+        return now
+
+
+def importance(pod: PodInfo, now: float) -> tuple[int, float]:
+    """Sort key, most important first: higher priority, then earlier start (MoreImportantPod)."""
+    return -pod.priority, start_time(pod, now)
+
+
+def earliest_start_of_highest(victims: Sequence[PodInfo], now: float) -> float:
+    """The earliest start among the victims of the highest priority (GetEarliestPodStartTime)."""
+    highest = max(victim.priority for victim in victims)
+    return min(start_time(victim, now) for victim in victims if victim.priority == highest)
+
+
+def pick_one_node(candidates: Sequence[Candidate], now: float) -> Candidate:
+    """The best candidate by kube-scheduler's order (pickOneNodeForPreemption).
+
+    Each rule keeps the candidates with the best value; the first rule that leaves one
+    decides: fewest PDB violations, lowest highest-victim priority, smallest priority sum,
+    fewest victims, latest start of the highest-priority victims; else the first left.
+    """
+    rules = (
+        lambda candidate: -candidate.pdb_violations,
+        lambda candidate: -candidate.victims[0].priority,
+        lambda candidate: -sum(victim.priority + _PRIORITY_OFFSET for victim in candidate.victims),
+        lambda candidate: -len(candidate.victims),
+        lambda candidate: earliest_start_of_highest(candidate.victims, now),
+    )
+    remaining = list(candidates)
+    for rule in rules:
+        scores = [rule(candidate) for candidate in remaining]
+        best = max(scores)
+        remaining = [candidate for candidate, score in zip(remaining, scores, strict=True) if score == best]
+        if len(remaining) == 1:
+            break
+    return remaining[0]
+
+
+def terminating_by_preemption(pod: PodInfo) -> bool:
+    """Being deleted because a scheduler preempted it (podTerminatingByPreemption)."""
+    if not pod.terminating:
+        return False
+    for condition in (pod.obj.get("status") or {}).get("conditions") or ():
+        if condition.get("type") == DISRUPTION_TARGET:
+            return condition.get("status") == "True" and condition.get("reason") == PREEMPTION_BY_SCHEDULER
+    return False
+
+
+class PreemptionInterface(Protocol):
+    """What a preemption plugin decides; the Evaluator does the rest (upstream's preemption.Interface)."""
+
+    def offset_and_num_candidates(self, num_nodes: int) -> tuple[int, int]:
+        """Where the dry run starts among the potential nodes, and how many candidates it wants."""
+        ...
+
+    def eligible_to_preempt_others(
+        self, pod: PodInfo, table: NodeTable, nominated_node_status: Status
+    ) -> tuple[bool, str]:
+        """Whether ``pod`` may preempt now; if not, the reason (the PostFilter message)."""
+        ...
+
+    def select_victims_on_node(
+        self, state: CycleState, pod: PodInfo, table: NodeTable, slot: int, budgets: Sequence[Budget]
+    ) -> tuple[list[PodInfo], int, Status]:
+        """The fewest pods to evict from the node so that ``pod`` fits, and how many break a PDB.
+
+        ``state`` is the cycle's (PreFilter's output for the table before the dry run).
+        """
+        ...
+
+
+@dataclass(frozen=True)
+class Preemption:
+    """What ``Evaluator.preempt`` decided."""
+
+    status: Status
+    """Success: ``candidate`` is being prepared; otherwise why nothing was preempted."""
+    nominated_node: str | None = None
+    """The pod's nomination from now on: a node, "" to clear it, None to leave it as it is."""
+    candidate: Candidate | None = None
+
+
+class PreemptionMetrics:
+    """kube-scheduler's preemption metrics, shared by every profile (a handle service)."""
+
+    SERVICE = "preemption-metrics"
+
+    def __init__(self, registry: CollectorRegistry | None) -> None:
+        registry = registry if registry is not None else CollectorRegistry()
+        self.attempts = Counter(
+            "scheduler_preemption_attempts",
+            "Total preemption attempts in the cluster till now",
+            registry=registry,
+        )
+        self.victims = Histogram(
+            "scheduler_preemption_victims",
+            "Number of selected preemption victims",
+            buckets=[2**index for index in range(7)],
+            registry=registry,
+        )
+
+    @classmethod
+    def of(cls, handle: Handle) -> PreemptionMetrics:
+        """The shared instance, registered on first use."""
+        existing = handle.services.get(cls.SERVICE)
+        if isinstance(existing, PreemptionMetrics):
+            return existing
+        metrics = cls(handle.metrics_registry)
+        handle.register_service(cls.SERVICE, metrics)
+        return metrics
+
+
+class Evaluator:
+    """Runs preemption for one plugin (kube-scheduler's preemption.Evaluator)."""
+
+    def __init__(self, plugin_name: str, handle: Handle, interface: PreemptionInterface) -> None:
+        self.plugin_name = plugin_name
+        self.handle = handle
+        self.interface = interface
+        self.budgets = handle.informer(POD_DISRUPTION_BUDGETS)
+        self.metrics = PreemptionMetrics.of(handle)
+        self.preempting: set[str] = set()
+        """UIDs of pods whose victims are still being evicted in the background."""
+
+    # -- the decision (synchronous: part of the scheduling cycle) ------------------------------
+    def preempt(self, state: CycleState, pod: PodInfo, table: NodeTable, diagnosis: Diagnosis) -> Preemption:
+        """Find and prepare the victims that let ``pod`` fit (Evaluator.Preempt)."""
+        self.metrics.attempts.inc()
+        if pod.uid in self.preempting:
+            return Preemption(Status.unschedulable(WAITING_FOR_PREEMPTION))
+        nominated_status = diagnosis.status_of(self.handle.nominator.node_of(pod.uid) or "")
+        eligible, reason = self.interface.eligible_to_preempt_others(pod, table, nominated_status)
+        if not eligible:
+            return Preemption(Status.unschedulable(reason))
+        candidates, statuses, errors = self.find_candidates(state, pod, table, diagnosis)
+        if errors and not candidates:
+            return Preemption(Status.error(_aggregate(errors)))
+        if not candidates:
+            no_fit = Diagnosis(
+                table.num_nodes,
+                node_statuses=statuses,
+                absent_status=Status.unschedulable(NOT_HELPFUL, unresolvable=True),
             )
-        nodes = [table.names[slot] for slot in table.active_slots()]
-        might_help = sum(diagnosis.status_of(name).code == Code.UNSCHEDULABLE for name in nodes)
-        counts = {NO_VICTIMS: might_help, NOT_HELPFUL: len(nodes) - might_help}
-        message = fit_error_message(len(nodes), {reason: count for reason, count in counts.items() if count})
-        return PostFilterResult(Status.unschedulable(f"preemption: {message}"))
+            return Preemption(Status.unschedulable(no_fit.message()), nominated_node="")
+        best = self.select_candidate(candidates)
+        if best is None:
+            return Preemption(Status.unschedulable(NO_CANDIDATE))
+        self.prepare_candidate(best, pod)
+        return Preemption(SUCCESS, nominated_node=best.node, candidate=best)
+
+    def find_candidates(
+        self, state: CycleState, pod: PodInfo, table: NodeTable, diagnosis: Diagnosis
+    ) -> tuple[list[Candidate], dict[str, Status], list[str]]:
+        """Dry-run preemption on the nodes where it might help (findCandidates)."""
+        potential = [
+            slot
+            for slot in table.node_order().tolist()
+            if diagnosis.status_of(table.names[slot]).code == Code.UNSCHEDULABLE
+        ]
+        if not potential:
+            return [], {}, []
+        budgets = [Budget.parse(obj) for obj in self.budgets]
+        offset, wanted = self.interface.offset_and_num_candidates(len(potential))
+        return self.dry_run(state, pod, table, potential, budgets, offset, wanted)
+
+    def dry_run(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        table: NodeTable,
+        potential: Sequence[int],
+        budgets: Sequence[Budget],
+        offset: int,
+        wanted: int,
+    ) -> tuple[list[Candidate], dict[str, Status], list[str]]:
+        """Candidates from ``offset`` on (those violating no PDB first), and the other nodes' statuses.
+
+        Stops once there is a candidate without PDB violations and ``wanted`` in all, as
+        DryRunPreemption (which upstream runs in parallel; here in order).
+        """
+        non_violating: list[Candidate] = []
+        violating: list[Candidate] = []
+        statuses: dict[str, Status] = {}
+        errors: list[str] = []
+        for index in range(len(potential)):
+            slot = potential[(offset + index) % len(potential)]
+            node = table.names[slot]
+            victims, violations, status = self.interface.select_victims_on_node(
+                state, pod, table, slot, budgets
+            )
+            if status.is_success and victims:
+                group = non_violating if violations == 0 else violating
+                if len(group) < wanted:
+                    group.append(Candidate(node, tuple(victims), violations))
+                if non_violating and len(non_violating) + len(violating) >= wanted:
+                    break
+                continue
+            if status.is_success:
+                status = Status.error(f'expected at least one victim pod on node "{node}"')
+            if status.code == Code.ERROR:
+                errors.append(status.message)
+            statuses[node] = status
+        return non_violating + violating, statuses, errors
+
+    def select_candidate(self, candidates: Sequence[Candidate]) -> Candidate | None:
+        if not candidates:
+            return None
+        if len(candidates) == 1:
+            return candidates[0]
+        return pick_one_node(candidates, self.handle.wall_clock())
+
+    # -- acting on it (the API work runs in the background) -------------------------------------
+    def prepare_candidate(self, candidate: Candidate, pod: PodInfo) -> None:
+        """Evict the victims and take lower-priority nominations off the node (prepareCandidateAsync).
+
+        The nominations go at once in memory, so the next cycle already sees the room as
+        this pod's; the API calls run after the cycle. In memory (``secsched score``) there
+        is nothing to call.
+        """
+        self.metrics.victims.observe(len(candidate.victims))
+        nominated = self.handle.nominator.pods_on(candidate.node)
+        lower = [other for other in nominated if other.priority < pod.priority]
+        for other in lower:
+            self.handle.nominator.remove(other.uid)
+        if self.handle.client is None:
+            return
+        self.preempting.add(pod.uid)
+        try:
+            self.handle.spawn(self._prepare(candidate, pod, lower), name=f"preempt-{pod.key}")
+        except RuntimeError:  # no event loop: nobody would run the work
+            self.preempting.discard(pod.uid)
+            raise
+
+    async def _prepare(self, candidate: Candidate, pod: PodInfo, lower: Sequence[PodInfo]) -> None:
+        victims = candidate.victims
+        try:
+            for other in lower:
+                # Not critical: the pod keeps a stale nomination until its next cycle.
+                try:
+                    await self.set_nominated_node(other, "")
+                except Exception as error:
+                    log.warning("clearing the nomination of %s failed: %s", other.key, error)
+            # All victims but the last in parallel; the pod stops counting as preempting
+            # before the last one goes, so that the last deletion can requeue it.
+            results = await asyncio.gather(
+                *(self.preempt_pod(candidate, pod, victim) for victim in victims[:-1]), return_exceptions=True
+            )
+            for victim, result in zip(victims, results, strict=False):
+                if isinstance(result, BaseException):
+                    log.warning("preempting %s for %s failed: %s", victim.key, pod.key, result)
+        finally:
+            self.preempting.discard(pod.uid)
+        if victims:
+            await self.preempt_pod(candidate, pod, victims[-1])
+        log.info("preempted %d pods on %s for %s", len(victims), candidate.node, pod.key)
+
+    async def preempt_pod(self, candidate: Candidate, preemptor: PodInfo, victim: PodInfo) -> None:
+        """Evict one victim: DisruptionTarget condition, then delete; a held pod is rejected instead."""
+        waiting = self.handle.waiting_pods.get(victim.uid)
+        if waiting is not None:
+            waiting.reject(self.plugin_name, "preempted")
+        else:
+            client = self.handle.client
+            if client is None:
+                return
+            condition = disruption_condition(victim, preemptor.scheduler_name)
+            try:
+                if condition is not None:
+                    path = resource_path("v1", "pods", victim.namespace, victim.name, "status")
+                    await client.patch(path, {"status": {"conditions": [condition]}}, patch_type="strategic")
+                await client.delete(resource_path("v1", "pods", victim.namespace, victim.name))
+            except ApiError as error:
+                if error.not_found:
+                    log.info("victim %s of %s is already deleted", victim.key, preemptor.key)
+                    return
+                raise
+        note = f"Preempted by pod {preemptor.uid} on node {candidate.node}"
+        self.handle.record_event(victim, "Normal", PREEMPTED, "Preempting", note)
+
+    async def set_nominated_node(self, pod: PodInfo, node: str) -> None:
+        """Write ``status.nominatedNodeName`` ("" clears it); a pod that is gone is ignored."""
+        client = self.handle.client
+        if client is None:
+            return
+        path = resource_path("v1", "pods", pod.namespace, pod.name, "status")
+        try:
+            await client.patch(path, {"status": {"nominatedNodeName": node or None}}, patch_type="strategic")
+        except ApiError as error:
+            if not error.not_found:
+                raise
+
+    def nominate(self, pod: PodInfo, node: str) -> None:
+        """Record the pod's nomination (a node, or "" to clear it) in memory now and on the pod soon.
+
+        What kube-scheduler's failure handler does with PostFilter's nominating info: the
+        nominator first, so the next cycle keeps the room; then the status patch.
+        """
+        had = self.handle.nominator.node_of(pod.uid) or (pod.obj.get("status") or {}).get("nominatedNodeName")
+        if node:
+            self.handle.nominator.add(pod, node)
+        else:
+            self.handle.nominator.remove(pod.uid)
+        if self.handle.client is not None and (node or had) and node != had:
+            self.handle.spawn(self.set_nominated_node(pod, node), name=f"nominate-{pod.key}")
+
+
+def disruption_condition(victim: PodInfo, scheduler_name: str) -> dict[str, Any] | None:
+    """The DisruptionTarget condition preemption puts on a victim; None if it already has it."""
+    message = f"{scheduler_name}: preempting to accommodate a higher priority pod"
+    for existing in (victim.obj.get("status") or {}).get("conditions") or ():
+        if (
+            existing.get("type") == DISRUPTION_TARGET
+            and existing.get("status") == "True"
+            and existing.get("reason") == PREEMPTION_BY_SCHEDULER
+            and existing.get("message") == message
+        ):
+            return None
+    condition: dict[str, Any] = {
+        "type": DISRUPTION_TARGET,
+        "status": "True",
+        "reason": PREEMPTION_BY_SCHEDULER,
+        "message": message,
+        "lastTransitionTime": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
+    generation = (victim.obj.get("metadata") or {}).get("generation")
+    if generation:
+        condition["observedGeneration"] = int(generation)
+    return condition
+
+
+def _aggregate(errors: Sequence[str]) -> str:
+    """Several errors as one message, as apimachinery's NewAggregate prints them."""
+    return errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]"
+
+
+def default_offset(rng: random.Random, num_nodes: int) -> int:
+    """A random start among ``num_nodes`` (rand.Int31n), so repeated preemptions spread their dry runs."""
+    return rng.randrange(num_nodes) if num_nodes > 0 else 0

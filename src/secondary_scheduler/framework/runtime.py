@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -30,6 +30,7 @@ from secondary_scheduler.framework.handle import Handle
 from secondary_scheduler.framework.interface import (
     BindPlugin,
     CycleState,
+    FilterError,
     FilterPlugin,
     PermitPlugin,
     Plugin,
@@ -213,7 +214,10 @@ class Framework:
                 unschedulable_plugins={status.plugin},
             )
             return self._unschedulable(state, pod, table, diagnosis, evaluated=0)
-        found = self._run_filters(state, pod, table)
+        try:
+            found = self._run_filters(state, pod, table)
+        except FilterError as error:
+            return ScheduleResult(Status.error(str(error)))
         if not len(found.feasible):
             return self._unschedulable(state, pod, table, found.diagnosis, found.evaluated)
         try:
@@ -247,6 +251,22 @@ class Framework:
         return rejection
 
     def _run_filters(self, state: CycleState, pod: PodInfo, table: NodeTable) -> _FilterPass:
+        """Filter every node (vectorised), counting nominated pods of equal or higher priority.
+
+        As kube-scheduler: a pod that preemption nominated to a node tries that node first
+        and takes it if it fits there; a node where other pods of at least this pod's
+        priority are nominated fits only if the filters pass both with those pods counted
+        on it and without them (RunFilterPluginsWithNominatedPods). Nodes without
+        nominations (nearly all) take the vectorised path only.
+        """
+        nominated = self._nominated_pods_by_slot(pod, table)
+        own_node = self.handle.nominator.node_of(pod.uid)
+        if own_node is not None:
+            own_slot = table.slot_of(own_node)
+            if own_slot is not None:
+                own_status = self._filter_node(state, pod, table, own_slot, nominated.get(own_slot, ()))
+                if own_status.is_success:
+                    return _FilterPass(np.array([own_slot], dtype=np.intp), Diagnosis(table.num_nodes), 1)
         active = table.node_order()
         count = len(active)
         start = self._next_start_index % count
@@ -266,6 +286,9 @@ class Framework:
                 unresolvable[hit] |= rejection.unresolvable
                 for position in hit.tolist():
                     reasons[position].append(rejection.reason)
+        overrides = self._with_nominated_pods(pod, table, candidates, nominated)
+        for position in overrides:
+            rejected_by[position] = len(self.filter_plugins)  # rejected: the status is in overrides
         feasible = np.flatnonzero(rejected_by < 0)
         wanted = num_feasible_nodes_to_find(self.percentage_of_nodes_to_score, count)
         processed = count
@@ -273,8 +296,155 @@ class Framework:
             feasible = feasible[:wanted]
             processed = int(feasible[-1]) + 1
         self._next_start_index = (start + processed) % count
-        diagnosis = self._diagnosis(table, candidates, rejected_by[:processed], unresolvable, reasons)
+        diagnosis = self._diagnosis(
+            table, candidates, rejected_by[:processed], unresolvable, reasons, overrides
+        )
         return _FilterPass(candidates[feasible], diagnosis, len(feasible) + len(diagnosis.node_statuses))
+
+    def run_filters_with_nominated_pods(
+        self,
+        pod: PodInfo,
+        table: NodeTable,
+        slot: int,
+        state: CycleState | None = None,
+        reads: Callable[[PodInfo], bool] | None = None,
+    ) -> Status:
+        """Whether ``pod`` fits the node in ``slot`` of the table as it is now.
+
+        For preemption's dry run, which removes and re-adds pods on the node. ``state`` is
+        PreFilter's output if it still holds for the table as it is now (the caller knows
+        the pods it moved are none that PreFilter reads); None runs PreFilter again in a
+        fresh CycleState (PodTopologySpread and InterPodAffinity precompute from the pods
+        on the table). The node's nominated pods count as in ``_run_filters``; ``reads``
+        says which pods PreFilter reads, so that adding nominated pods it does not read
+        reuses ``state`` too (None: it may read any).
+        """
+        nominated = self._nominated_on(pod, table, table.names[slot])
+        return self._filter_node(state, pod, table, slot, nominated, reads)
+
+    def _nominated_pods_by_slot(self, pod: PodInfo, table: NodeTable) -> dict[int, list[PodInfo]]:
+        """Slot -> the pods nominated there that ``pod`` must leave room for (see ``_nominated_on``)."""
+        nominator = self.handle.nominator
+        if not len(nominator):
+            return {}
+        by_slot: dict[int, list[PodInfo]] = {}
+        for node in nominator.by_node():
+            slot = table.slot_of(node)
+            if slot is None:
+                continue
+            kept = self._nominated_on(pod, table, node)
+            if kept:
+                by_slot[slot] = kept
+        return by_slot
+
+    def _nominated_on(self, pod: PodInfo, table: NodeTable, node: str) -> list[PodInfo]:
+        """The pods nominated to ``node`` that ``pod`` must leave room for.
+
+        Those of equal or higher priority, except ``pod`` itself and pods the table already
+        counts (assumed or bound since: counting them twice would reject good nodes).
+        """
+        return [
+            other
+            for other in self.handle.nominator.pods_on(node)
+            if other.priority >= pod.priority
+            and other.uid != pod.uid
+            and other.key != pod.key
+            and table.node_of_pod(other.key) is None
+        ]
+
+    def _with_nominated_pods(
+        self, pod: PodInfo, table: NodeTable, candidates: Slots, nominated: Mapping[int, list[PodInfo]]
+    ) -> dict[int, Status]:
+        """Candidate position -> the status of nodes that do not fit once their nominated pods count.
+
+        Only nodes with nominated pods are filtered again; the vectorised pass already
+        filtered every node without them (the second of upstream's two passes).
+        """
+        if not nominated:
+            return {}
+        position_of = np.full(table.capacity, -1, dtype=np.int64)
+        position_of[candidates] = np.arange(len(candidates))
+        overrides: dict[int, Status] = {}
+        for slot, pods in nominated.items():
+            position = int(position_of[slot])
+            if position < 0:
+                continue
+            status = self._filter_with_pods(pod, table, slot, pods)
+            if not status.is_success:
+                overrides[position] = status
+        return overrides
+
+    def _filter_node(
+        self,
+        state: CycleState | None,
+        pod: PodInfo,
+        table: NodeTable,
+        slot: int,
+        nominated: Sequence[PodInfo],
+        reads: Callable[[PodInfo], bool] | None = None,
+    ) -> Status:
+        """RunFilterPluginsWithNominatedPods on one node: with ``nominated`` counted, then without.
+
+        ``state`` is PreFilter's output for the table as it is; None runs PreFilter again
+        first. Adding the nominated pods runs PreFilter again, unless ``reads`` says
+        PreFilter reads none of them.
+        """
+        if nominated:
+            unread = state is not None and reads is not None and not any(map(reads, nominated))
+            status = self._filter_with_pods(pod, table, slot, nominated, state if unread else None)
+            if not status.is_success:
+                return status
+        if state is None:
+            state = CycleState()
+            status = self._run_pre_filter(state, pod, table)
+            if not status.is_success:
+                return status
+        return self._filter_one(state, pod, table, slot)
+
+    def _filter_with_pods(
+        self,
+        pod: PodInfo,
+        table: NodeTable,
+        slot: int,
+        pods: Sequence[PodInfo],
+        state: CycleState | None = None,
+    ) -> Status:
+        """Filter one node with ``pods`` added to it; PreFilter runs again unless ``state`` still holds.
+
+        Upstream updates PreFilter's state with the plugins' AddPod extensions instead.
+        """
+        node = table.names[slot]
+        added: list[PodInfo] = []
+        try:
+            for other in pods:
+                table.add_pod(other, node)
+                added.append(other)
+            status = SUCCESS
+            if state is None:
+                state = CycleState()
+                status = self._run_pre_filter(state, pod, table)
+            if status.is_success:
+                status = self._filter_one(state, pod, table, slot)
+        finally:
+            for other in reversed(added):
+                table.remove_pod(other.key)
+        return status
+
+    def _filter_one(self, state: CycleState, pod: PodInfo, table: NodeTable, slot: int) -> Status:
+        """Every Filter on one node, stopping at the first that rejects it (RunFilterPlugins)."""
+        candidates = np.array([slot], dtype=np.intp)
+        for plugin in self.filter_plugins:
+            if plugin.name in state.skip_filter_plugins:
+                continue
+            reasons: list[str] = []
+            unresolvable = False
+            for rejection in plugin.filter(state, pod, table, candidates):
+                if bool(np.asarray(rejection.mask, dtype=np.bool_)[0]):
+                    reasons.append(rejection.reason)
+                    unresolvable |= rejection.unresolvable
+            if reasons:
+                return Status.unschedulable(*reasons, unresolvable=unresolvable).with_plugin(plugin.name)
+        return SUCCESS
 
     def _diagnosis(
         self,
@@ -283,11 +453,17 @@ class Framework:
         rejected_by: IntArray,
         unresolvable: BoolArray,
         reasons: Mapping[int, list[str]],
+        overrides: Mapping[int, Status],
     ) -> Diagnosis:
         """Each evaluated, rejected node's status; equal statuses are shared to keep this cheap."""
         diagnosis = Diagnosis(table.num_nodes)
         shared: dict[tuple[int, bool, tuple[str, ...]], Status] = {}
         for position in np.flatnonzero(rejected_by >= 0).tolist():
+            status = overrides.get(position)
+            if status is not None:
+                diagnosis.unschedulable_plugins.add(status.plugin)
+                diagnosis.node_statuses[table.names[candidates[position]]] = status
+                continue
             plugin_index = int(rejected_by[position])
             key = (plugin_index, bool(unresolvable[position]), tuple(reasons[position]))
             status = shared.get(key)
@@ -397,29 +573,33 @@ class Framework:
         return PermitResult(SUCCESS)
 
     async def bind_cycle(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
-        """PreBind, Bind (the first bind plugin not returning Skip), PostBind.
+        """PreBind, then Bind and PostBind (``pre_bind`` then ``bind``); the caller unreserves on failure."""
+        status = await self.pre_bind(state, pod, node_name)
+        return await self.bind(state, pod, node_name) if status.is_success else status
+
+    async def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        """PreBind plugins in order (they may wait long: VolumeBinding waits for volumes to bind).
 
         An error reads as kube-scheduler's (``running PreBind plugin "X": ...``); a rejection
-        keeps the plugin's own message. The caller unreserves on failure.
+        keeps the plugin's own message.
         """
         for plugin in self.pre_bind_plugins:
             status = await plugin.pre_bind(state, pod, node_name)
             if not status.is_success:
                 return _named_failure(status, "PreBind", plugin.name)
-        status = await self._run_bind(state, pod, node_name)
-        if not status.is_success:
-            return status
-        for post_bind in self.post_bind_plugins:
-            post_bind.post_bind(state, pod, node_name)
         return SUCCESS
 
-    async def _run_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+    async def bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        """The first bind plugin not returning Skip, then PostBind."""
         for plugin in self.bind_plugins:
             status = await plugin.bind(state, pod, node_name)
-            if status.is_success:
-                return status.with_plugin(plugin.name)
-            if not status.is_skip:
+            if status.is_skip:
+                continue
+            if not status.is_success:
                 return _named_failure(status, "Bind", plugin.name)
+            for post_bind in self.post_bind_plugins:
+                post_bind.post_bind(state, pod, node_name)
+            return SUCCESS
         return Status.error(f"profile {self.scheduler_name!r}: no bind plugin bound pod {pod.key}")
 
 

@@ -14,6 +14,7 @@ import asyncio
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
+from secondary_scheduler.config.base import format_go_duration
 from secondary_scheduler.framework.status import SUCCESS, Status
 
 if TYPE_CHECKING:
@@ -58,7 +59,9 @@ class WaitingPod:
         return await asyncio.shield(self._result)
 
     def _timed_out(self, plugin: str, seconds: float) -> None:
-        self.reject(plugin, f"rejected due to timeout after waiting {seconds:g}s at plugin {plugin}")
+        # Go prints the duration ("10s", "1m30s", "500ms") in kube-scheduler's message.
+        waited = format_go_duration(seconds)
+        self.reject(plugin, f"rejected due to timeout after waiting {waited} at plugin {plugin}")
 
 
 class WaitingPods:

@@ -177,6 +177,8 @@ class ApiClient:
         )
         self._token = connection.token
         self._token_read_at = -math.inf
+        self.last_transport_error: str | None = None
+        """The latest connection failure while retrying (None after an answer): for callers' messages."""
 
     async def __aenter__(self) -> ApiClient:
         return self
@@ -235,10 +237,14 @@ class ApiClient:
                     payload = await response.read()
                     retry_after = response.headers.get("Retry-After", "")
             except TRANSPORT_ERRORS as error:
+                self.last_transport_error = describe_transport_error(error)
                 if time.monotonic() + delay > deadline:
-                    raise ApiUnavailable(f"{method} {path}: {error!r}") from error
+                    raise ApiUnavailable(
+                        f"{method} {path}: {self.last_transport_error} (API server {self._server})"
+                    ) from error
                 log.debug("%s %s: %r; retrying in %.1fs", method, path, error, delay)
             else:
+                self.last_transport_error = None
                 if http_log.isEnabledFor(logging.DEBUG):
                     elapsed = (time.monotonic() - sent) * 1000
                     target = url + _shown(query)
@@ -317,7 +323,17 @@ class ApiClient:
                 async for line in _lines(response.content):
                     yield orjson.loads(line)
         except TRANSPORT_ERRORS as error:
-            raise ApiUnavailable(f"watch {path}: {error!r}") from error
+            raise ApiUnavailable(
+                f"watch {path}: {describe_transport_error(error)} (API server {self._server})"
+            ) from error
+
+
+def describe_transport_error(error: BaseException) -> str:
+    """A connection failure in words (aiohttp's reprs name classes, not causes)."""
+    if isinstance(error, TimeoutError | asyncio.TimeoutError):
+        return "no answer (timed out)"
+    text = str(error) or type(error).__name__
+    return text
 
 
 _IRREGULAR_PLURALS = {

@@ -19,6 +19,7 @@ import yaml
 from secondary_scheduler.config import ConfigError, load_config
 from secondary_scheduler.operator import names
 from secondary_scheduler.operator.spec import SecondarySchedulerSpec
+from secondary_scheduler.safeyaml import MAX_CONFIG_BYTES, safe_load
 
 State = Literal["valid", "unverified", "invalid", "missing", "unset"]
 MAX_PROBLEMS = 10
@@ -47,9 +48,16 @@ class ConfigCheck:
 
 
 def is_our_image(image: str) -> bool:
-    """Our scheduler image (any tag or digest): the config must load exactly as it will run."""
+    """Our scheduler image (any registry, tag or digest): the config must load exactly as it will run.
+
+    Images built from this repository and pushed elsewhere keep the repository name
+    `secsched-scheduler` (README, "Use your own images"), so that is what is recognised.
+    """
     repository = names.SCHEDULER_IMAGE.rsplit(":", 1)[0]
-    return image == repository or image.startswith((f"{repository}:", f"{repository}@"))
+    if image == repository or image.startswith((f"{repository}:", f"{repository}@")):
+        return True
+    name = image.split("@", 1)[0].rsplit("/", 1)[-1].split(":", 1)[0]
+    return name == repository.rsplit("/", 1)[-1]
 
 
 def check_config(
@@ -112,8 +120,10 @@ def check_config(
 
 
 def _parse(text: str) -> dict[str, Any] | None:
+    """The ConfigMap's YAML for deriving RBAC, read within safeyaml's limits (anyone who may edit
+    a ConfigMap in the namespace writes this text; an alias bomb must not take the operator down)."""
     try:
-        document = yaml.safe_load(text)
+        document = safe_load(text, max_bytes=MAX_CONFIG_BYTES, what="the configuration")
     except yaml.YAMLError:
         return None
     return document if isinstance(document, dict) else None

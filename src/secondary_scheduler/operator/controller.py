@@ -19,16 +19,23 @@ import signal
 import threading
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 import kopf
+from aiohttp import web
 
 from secondary_scheduler.kube import kubeconfig
-from secondary_scheduler.kube.client import ApiClient
+from secondary_scheduler.kube.client import ApiClient, ApiError, ApiUnavailable
 from secondary_scheduler.kube.kubeconfig import Connection
+from secondary_scheduler.kube.reflector import failure_hint
 from secondary_scheduler.operator import loglevel, names
 from secondary_scheduler.operator.reconcile import Reconciler
 
 log = logging.getLogger(__name__)
+
+OPERATOR_RBAC = (
+    "apply deploy/'s RBAC for the operator's ServiceAccount (02_clusterrole, 03_clusterrolebinding, 03_role)"
+)
 
 TOKEN_FILE_RELOGIN = datetime.timedelta(minutes=5)
 """How often kopf re-reads a token file (projected ServiceAccount tokens rotate)."""
@@ -49,6 +56,8 @@ class OperatorOptions:
     context: str | None = None
     resync_seconds: float = 60.0
     liveness_endpoint: str | None = None
+    readiness_endpoint: str | None = None
+    """http://HOST:PORT/PATH answering 200 once a reconcile has read the CR and its ConfigMap."""
 
 
 def connection_info(connection: Connection, namespace: str) -> kopf.ConnectionInfo:
@@ -75,6 +84,9 @@ class Controller:
         self.reconciler = reconciler
         self.resync_seconds = resync_seconds
         self._wake = asyncio.Event()
+        self.reconciled = False
+        """A reconcile has completed since start: the operator has seen the cluster (readiness)."""
+        self.last_error: str | None = None
 
     def trigger(self, why: str) -> None:
         log.debug("reconcile requested: %s", why)
@@ -91,11 +103,29 @@ class Controller:
             self._wake.clear()
             try:
                 result = await self.reconciler.reconcile()
-            except Exception:
-                log.exception("reconcile failed; retrying in %.0fs", backoff)
+            except (ApiError, ApiUnavailable) as error:
+                # The API server's answer (or its silence) is the cause: no traceback, say what to do.
+                message = f"reconcile failed: {error}: {failure_hint(error, OPERATOR_RBAC)}"
+                if message != self.last_error or backoff >= 60.0:
+                    log.error("%s; retrying in %.0fs", message, backoff)
+                self.last_error = message
+                retry = True
+            except Exception as error:
+                log.error(
+                    "reconcile failed (a bug): %s: %s; retrying in %.0fs",
+                    type(error).__name__,
+                    error,
+                    backoff,
+                    exc_info=log.isEnabledFor(logging.DEBUG),
+                )
+                self.last_error = f"{type(error).__name__}: {error}"
                 retry = True
             else:
                 retry = result.retry
+                if not retry:
+                    if self.last_error is not None:
+                        log.info("reconcile works again")
+                    self.reconciled, self.last_error = True, None
             if retry:
                 asyncio.get_running_loop().call_later(backoff, self.trigger, "retry after a failure")
                 backoff = min(backoff * 2, 60.0)
@@ -163,6 +193,23 @@ def build_registry(controller: Controller, connection: Connection, namespace: st
     return registry
 
 
+async def serve_readiness(controller: Controller, endpoint: str) -> web.AppRunner:
+    """`--readiness`: 200 once a reconcile has completed, 503 (with the last error) before that."""
+    parts = urlsplit(endpoint)
+
+    async def ready(_: web.Request) -> web.Response:
+        if controller.reconciled:
+            return web.Response(text="ok")
+        return web.Response(status=503, text=f"not reconciled yet: {controller.last_error or 'starting'}\n")
+
+    app = web.Application()
+    app.add_routes([web.get(parts.path or "/readyz", ready)])
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, parts.hostname or "0.0.0.0", parts.port or 8081).start()
+    return runner
+
+
 def build_settings() -> kopf.OperatorSettings:
     settings = kopf.OperatorSettings()
     settings.peering.standalone = True  # one replica (deploy/05 uses Recreate): no peering CRDs
@@ -197,6 +244,11 @@ async def run(
         controller = Controller(Reconciler(api, options.namespace), options.resync_seconds)
         registry = build_registry(controller, connection, options.namespace)
         loop_task = asyncio.create_task(controller.run(), name="secsched-operator-reconcile")
+        readiness = (
+            await serve_readiness(controller, options.readiness_endpoint)
+            if options.readiness_endpoint
+            else None
+        )
         controller.trigger("start")
         log.info(
             "operator watching namespace %s for SecondaryScheduler %s", options.namespace, names.INSTANCE_NAME
@@ -215,6 +267,8 @@ async def run(
             loop_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await loop_task
+            if readiness is not None:
+                await readiness.cleanup()
             _release_signals()
             log.info("operator stopped")
 

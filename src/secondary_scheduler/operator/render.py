@@ -86,8 +86,14 @@ def ha_node_selector(instance: Instance) -> dict[str, str]:
     return dict(instance.spec.ha_topology.node_selector or {})
 
 
-def plan(instance: Instance, configmap: JSON | None, facts: ClusterFacts) -> Plan:
-    """Everything the operator wants to exist for `instance`, given its ConfigMap (None: missing)."""
+def plan(
+    instance: Instance, configmap: JSON | None, facts: ClusterFacts, *, deploy_anyway: bool = False
+) -> Plan:
+    """Everything the operator wants to exist for `instance`, given its ConfigMap (None: missing).
+
+    `deploy_anyway` includes the Deployment even when the config would hold it back: never for
+    the operator, only for `secsched operator render --allow-invalid`.
+    """
     spec = instance.spec
     namespace = instance.namespace
     config = check_config(spec, configmap, namespace)
@@ -134,7 +140,7 @@ def plan(instance: Instance, configmap: JSON | None, facts: ClusterFacts) -> Pla
     )
     if not facts.service_ca and facts.serving_cert is not None:
         objects.append(_serving_cert_secret(instance, facts.serving_cert))
-    if not config.blocks_rollout:
+    if not config.blocks_rollout or deploy_anyway:
         objects.append(_deployment(instance, configmap or {}, replicas_for(instance, facts.matching_nodes)))
     return Plan(tuple(objects), tuple(absent), config, notes)
 

@@ -16,7 +16,15 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic.alias_generators import to_camel
 from pydantic_core import ErrorDetails
 
-from secondary_scheduler.kube.quantity import QuantityError, parse_quantity
+from secondary_scheduler.apivalidation import (
+    INT32_MAX,
+    INT64_MAX,
+    check_resources,
+    dns_subdomain_problem,
+    label_value_problem,
+    qualified_name_problem,
+    quantity_problem,
+)
 from secondary_scheduler.operator import names
 
 LogLevel = Literal["", "Normal", "Debug", "Trace", "TraceAll"]
@@ -52,11 +60,15 @@ class Toleration(CrModel):
     operator: Literal["", "Exists", "Equal", "Lt", "Gt"] = ""
     value: str = ""
     effect: Literal["", "NoSchedule", "PreferNoSchedule", "NoExecute"] = ""
-    toleration_seconds: int | None = None
+    toleration_seconds: int | None = Field(default=None, ge=-(2**63), le=INT64_MAX)
 
     @model_validator(mode="after")
     def _consistent(self) -> Toleration:
         # The pod API rejects these at creation time, long after the CR was accepted.
+        if self.key and (problem := qualified_name_problem(self.key)):
+            raise ValueError(f"key: {problem}")
+        if self.value and (problem := label_value_problem(self.value)):
+            raise ValueError(f"value: {problem} (a taint value is at most 63 letters, digits, '-', '_', '.')")
         if self.operator == "Exists" and self.value:
             raise ValueError("value must be empty when operator is Exists")
         if not self.key and self.operator != "Exists":
@@ -72,7 +84,12 @@ class Toleration(CrModel):
 class HighlyAvailableTopology(CrModel):
     node_selector: dict[str, str] | None = None
     tolerations: list[Toleration] | None = None
-    max_replicas: int | None = Field(default=None, ge=1)
+    max_replicas: int | None = Field(default=None, ge=1, le=INT32_MAX)
+
+    @field_validator("node_selector")
+    @classmethod
+    def _labels(cls, value: dict[str, str] | None) -> dict[str, str] | None:
+        return _check_node_selector(value)
 
 
 class Topology(CrModel):
@@ -95,13 +112,26 @@ class ResourceRequirements(CrModel):
     @classmethod
     def _quantities(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
         for resource, quantity in (value or {}).items():
-            if isinstance(quantity, bool) or not isinstance(quantity, str | int | float):
-                raise ValueError(f"{resource}: a quantity is a string or a number; got {quantity!r}")
-            try:
-                parse_quantity(quantity)
-            except QuantityError as error:
-                raise ValueError(f"{resource}: {error}") from error
+            if problem := qualified_name_problem(resource):
+                raise ValueError(f"{resource}: the resource name {problem}")
+            # The CRD's schema: integer or string (int-or-string), so 0.5 must be written "500m".
+            if isinstance(quantity, bool) or not isinstance(quantity, str | int):
+                raise ValueError(
+                    f"{resource}: a quantity is a string or an integer (e.g. 500m, 1Gi); got {quantity!r}"
+                )
+            if problem := quantity_problem(quantity):
+                raise ValueError(f"{resource}: {problem}")
         return value
+
+    @model_validator(mode="after")
+    def _requests_within_limits(self) -> ResourceRequirements:
+        """The API server refuses a container whose request exceeds its limit."""
+        requests = check_resources(self.requests, "requests", [])
+        limits = check_resources(self.limits, "limits", [])
+        for resource, limit in limits.items():
+            if resource in requests and requests[resource] > limit:
+                raise ValueError(f"requests.{resource} must not exceed limits.{resource}")
+        return self
 
     def manifest(self) -> dict[str, Any]:
         return self.model_dump(by_alias=True, exclude_none=True)
@@ -124,6 +154,25 @@ class SecondarySchedulerSpec(CrModel):
     priority_class_name: str = ""
     node_selector: dict[str, str] | None = None
     tolerations: list[Toleration] | None = None
+
+    @field_validator("node_selector")
+    @classmethod
+    def _labels(cls, value: dict[str, str] | None) -> dict[str, str] | None:
+        return _check_node_selector(value)
+
+    @field_validator("priority_class_name")
+    @classmethod
+    def _priority_class(cls, value: str) -> str:
+        if value and (problem := dns_subdomain_problem(value)):
+            raise ValueError(f"{problem} (a PriorityClass name, e.g. system-cluster-critical)")
+        return value
+
+    @field_validator("scheduler_image")
+    @classmethod
+    def _image(cls, value: str) -> str:
+        if value != value.strip() or any(char.isspace() for char in value):
+            raise ValueError(f"{value!r}: an image reference has no spaces (e.g. quay.io/org/image:tag)")
+        return value
 
     @field_validator("scheduler_config")
     @classmethod
@@ -189,6 +238,16 @@ class SecondarySchedulerSpec(CrModel):
         return args
 
 
+def _check_node_selector(value: dict[str, str] | None) -> dict[str, str] | None:
+    """The API server validates a pod's nodeSelector as labels: the Deployment would be refused."""
+    for key, label in (value or {}).items():
+        if problem := qualified_name_problem(key):
+            raise ValueError(f"{key}: the label key {problem}")
+        if problem := label_value_problem(label):
+            raise ValueError(f"{key}: {problem} (a label value is at most 63 letters, digits, '-', '_', '.')")
+    return value
+
+
 @dataclass(frozen=True)
 class Instance:
     """One SecondaryScheduler as the operator sees it: identity, generation, validated spec."""
@@ -224,6 +283,14 @@ def parse_instance(body: dict[str, Any], default_namespace: str = names.DEFAULT_
             ]
         )
     meta = body.get("metadata") or {}
+    if not isinstance(meta, dict):
+        raise SpecError(["metadata: must be a mapping (name, namespace)"])
+    for key in ("name", "namespace", "uid"):
+        if meta.get(key) is not None and not isinstance(meta.get(key), str):
+            raise SpecError([f"metadata.{key}: must be a string; got {meta.get(key)!r}"])
+    generation = meta.get("generation")
+    if generation is not None and (isinstance(generation, bool) or not isinstance(generation, int)):
+        raise SpecError([f"metadata.generation: must be an integer; got {generation!r}"])
     raw_spec = body.get("spec")
     if not isinstance(raw_spec, dict):
         raise SpecError(["spec: required (a mapping with at least schedulerConfig)"])
@@ -272,6 +339,9 @@ def _describe(detail: ErrorDetails) -> str:
     if kind == "greater_than_equal":
         bound = (detail.get("ctx") or {}).get("ge")
         return f"{_path(loc)}: must be at least {bound}; got {given!r}"
+    if kind == "less_than_equal":
+        bound = (detail.get("ctx") or {}).get("le")
+        return f"{_path(loc)}: must be at most {bound} (the CRD's int32/int64 bound); got {given!r}"
     if kind in _TYPES:
         return f"{_path(loc)}: must be {_TYPES[kind]}; got {given!r}"
     if kind == "value_error":

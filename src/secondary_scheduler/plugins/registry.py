@@ -17,8 +17,8 @@ from importlib.metadata import EntryPoint, entry_points
 
 from secondary_scheduler.config.base import ConfigModel
 from secondary_scheduler.framework.interface import Plugin
-from secondary_scheduler.framework.preemption import DefaultPreemption
 from secondary_scheduler.plugins.defaultbinder import DefaultBinder
+from secondary_scheduler.plugins.defaultpreemption import DefaultPreemption
 from secondary_scheduler.plugins.dynamicresources import DynamicResources
 from secondary_scheduler.plugins.imagelocality import ImageLocality
 from secondary_scheduler.plugins.interpodaffinity import InterPodAffinity
@@ -27,6 +27,7 @@ from secondary_scheduler.plugins.nodename import NodeName
 from secondary_scheduler.plugins.nodeports import NodePorts
 from secondary_scheduler.plugins.noderesources import BalancedAllocation, Fit
 from secondary_scheduler.plugins.nodeunschedulable import NodeUnschedulable
+from secondary_scheduler.plugins.nodevolumelimits import NodeVolumeLimits
 from secondary_scheduler.plugins.podtopologyspread import PodTopologySpread
 from secondary_scheduler.plugins.prioritysort import PrioritySort
 from secondary_scheduler.plugins.schedulinggates import SchedulingGates
@@ -34,6 +35,9 @@ from secondary_scheduler.plugins.tainttoleration import TaintToleration
 from secondary_scheduler.plugins.trimaran.loadvariationriskbalancing.plugin import LoadVariationRiskBalancing
 from secondary_scheduler.plugins.trimaran.lowriskovercommitment.plugin import LowRiskOverCommitment
 from secondary_scheduler.plugins.trimaran.targetloadpacking.plugin import TargetLoadPacking
+from secondary_scheduler.plugins.volumebinding import VolumeBinding
+from secondary_scheduler.plugins.volumerestrictions import VolumeRestrictions
+from secondary_scheduler.plugins.volumezone import VolumeZone
 
 Registry = dict[str, type[Plugin]]
 
@@ -48,6 +52,10 @@ IN_TREE: tuple[type[Plugin], ...] = (
     NodeAffinity,
     NodePorts,
     Fit,
+    VolumeRestrictions,
+    NodeVolumeLimits,
+    VolumeBinding,
+    VolumeZone,
     BalancedAllocation,
     ImageLocality,
     PodTopologySpread,
@@ -104,17 +112,31 @@ def load_plugin_path(path: str) -> type[Plugin]:
     try:
         module = importlib.import_module(module_name)
     except Exception as error:
-        raise PluginLoadError(f"--plugin={path}: cannot import {module_name}: {error}") from error
+        raise PluginLoadError(
+            f"--plugin={path}: cannot import {module_name}: {error}: install the package that provides "
+            "it, or put its directory on PYTHONPATH"
+        ) from error
     try:
         candidate = getattr(module, attribute)
     except AttributeError as error:
-        raise PluginLoadError(f"--plugin={path}: module {module_name} has no {attribute}") from error
+        raise PluginLoadError(
+            f"--plugin={path}: module {module_name} has no {attribute}: check the class name"
+        ) from error
     return check_plugin(candidate, f"--plugin={path}")
 
 
+def _package(entry: EntryPoint) -> str:
+    return entry.dist.name if entry.dist is not None else "an unknown package"
+
+
+def _entry_point_origin(entry: EntryPoint) -> str:
+    """How errors name an installed plugin: by the package to fix or uninstall, not only its module."""
+    return f"plugin {entry.name!r} of package {_package(entry)} (entry point {entry.value})"
+
+
 def _load_entry_point(entry: EntryPoint) -> type[Plugin]:
-    package = entry.dist.name if entry.dist is not None else "an unknown package"
-    origin = f"plugin {entry.name!r} of package {package} (entry point {entry.value})"
+    package = _package(entry)
+    origin = _entry_point_origin(entry)
     try:
         candidate = entry.load()
     except Exception as error:
@@ -156,7 +178,7 @@ def default_registry() -> Mapping[str, type[Plugin]]:
     registry = in_tree_registry()
     for entry in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda entry: entry.name):
         plugin = _load_entry_point(entry)
-        merge(registry, [plugin], f"plugin {entry.name!r} (entry point {entry.value})")
+        merge(registry, [plugin], _entry_point_origin(entry))
     for path in _plugin_paths:
         merge(registry, [load_plugin_path(path)], f"--plugin={path}")
     return registry

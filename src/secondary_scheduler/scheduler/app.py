@@ -8,27 +8,36 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
+import json
 import logging
 import os
 import signal
 import socket
 import ssl
+import sys
 import tempfile
+import time
 from dataclasses import replace as dataclass_replace
+from pathlib import Path
+from urllib.parse import urlsplit
 
 from secondary_scheduler.certs import self_signed
 from secondary_scheduler.config import (
     ConfigError,
     LoadResult,
     SchedulerConfiguration,
+    dump_config_yaml,
     load_config,
-    load_config_file,
 )
+from secondary_scheduler.config.base import format_go_duration
 from secondary_scheduler.kube import kubeconfig
 from secondary_scheduler.kube.client import HTTP_LOGGER, ApiClient
 from secondary_scheduler.kube.leaderelection import LeaderElectionConfig, LeaderElector
 from secondary_scheduler.plugins.registry import default_registry
+from secondary_scheduler.safeyaml import MAX_CONFIG_BYTES, YamlLimitError, read_limited
 
+from . import profiling
 from .metrics import SchedulerMetrics
 from .options import SchedulerFlags
 from .scheduler import Scheduler
@@ -43,59 +52,273 @@ class StartupError(RuntimeError):
     """The scheduler cannot start; the message says what to fix."""
 
 
-def configure_logging(verbosity: int) -> None:
-    """klog's -v: 0-3 informational, 4 and up debug (per-pod detail), 6 and up every API request."""
+class JsonFormatter(logging.Formatter):
+    """--logging-format=json: one JSON object a line, with klog's keys (ts, v, msg) plus level and logger."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, object] = {
+            "ts": round(record.created, 6),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
+        if record.levelno <= logging.DEBUG:
+            entry["v"] = 4
+        if record.exc_info:
+            entry["err"] = self.formatException(record.exc_info)
+        return json.dumps(entry, ensure_ascii=False)
+
+
+class _Below(logging.Filter):
+    def __init__(self, level: int) -> None:
+        super().__init__()
+        self.level = level
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno < self.level
+
+
+def configure_logging(verbosity: int, logging_format: str = "text", split_stream: bool = False) -> None:
+    """klog's -v: 0-3 informational, 4 and up debug (per-pod detail), 6 and up every API request.
+
+    `split_stream` (--log-text-split-stream, --log-json-split-stream): errors to stderr, the rest
+    to stdout; otherwise everything goes to stderr, as klog's default.
+    """
     level = logging.DEBUG if verbosity >= 4 else logging.INFO
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname).1s %(name)s] %(message)s", force=True)
+    formatter: logging.Formatter = (
+        JsonFormatter()
+        if logging_format == "json"
+        else logging.Formatter("%(asctime)s %(levelname).1s %(name)s] %(message)s")
+    )
+    handlers: list[logging.Handler] = []
+    if split_stream:
+        info = logging.StreamHandler(sys.stdout)
+        info.addFilter(_Below(logging.ERROR))
+        errors = logging.StreamHandler(sys.stderr)
+        errors.setLevel(logging.ERROR)
+        handlers = [info, errors]
+    else:
+        handlers = [logging.StreamHandler(sys.stderr)]
+    for handler in handlers:
+        handler.setFormatter(formatter)
+    logging.basicConfig(level=level, handlers=handlers, force=True)
     for noisy in ("aiohttp", HTTP_LOGGER):
         logging.getLogger(noisy).setLevel(logging.WARNING if verbosity < 6 else logging.DEBUG)
 
 
 def load_configuration(flags: SchedulerFlags) -> LoadResult:
+    """The --config file (or kube-scheduler's defaults), or a StartupError listing every problem."""
+    if not flags.config:
+        return load_config(DEFAULT_CONFIG, "<defaults>")
     try:
-        return load_config_file(flags.config) if flags.config else load_config(DEFAULT_CONFIG, "<defaults>")
+        data = read_limited(flags.config, MAX_CONFIG_BYTES, "the configuration")
+    except YamlLimitError as error:
+        raise StartupError(f"{flags.config}: {error.problem}") from error
+    except FileNotFoundError as error:
+        raise StartupError(f"{flags.config}: configuration not found: check --config") from error
     except OSError as error:
-        raise StartupError(f"--config={flags.config}: {error.strerror or error}") from error
+        raise StartupError(
+            f"{flags.config}: cannot be read ({error.strerror or error}): check --config"
+        ) from error
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise StartupError(f"{flags.config}: is not UTF-8 text: is this the configuration file?") from error
+    try:
+        return load_config(text, flags.config)
     except ConfigError as error:
         raise StartupError(str(error)) from error
+
+
+def effective_config(config: SchedulerConfiguration, flags: SchedulerFlags) -> SchedulerConfiguration:
+    """The configuration with the flags that override it applied, as kube-scheduler applies them.
+
+    The --leader-elect-* flags override leaderElection; --kube-api-qps/--kube-api-burst apply only
+    without --config; --profiling overrides enableProfiling. The result is validated again with
+    component-base's leader election rules (a flag can break them).
+    """
+    given = flags.leader_election
+    base = config.leader_election
+    election = base.model_copy(
+        update={
+            key: value
+            for key, value in (
+                ("leader_elect", given.leader_elect),
+                ("lease_duration", given.lease_duration),
+                ("renew_deadline", given.renew_deadline),
+                ("retry_period", given.retry_period),
+                ("resource_name", given.resource_name or None),
+                ("resource_namespace", given.resource_namespace or None),
+            )
+            if value is not None
+        }
+    )
+    connection = config.client_connection
+    if not flags.config:
+        connection = connection.model_copy(
+            update={
+                key: value
+                for key, value in (
+                    ("qps", flags.kube_api_qps or None),
+                    ("burst", flags.kube_api_burst or None),
+                )
+                if value is not None
+            }
+        )
+    updates: dict[str, object] = {"leader_election": election, "client_connection": connection}
+    if flags.profiling is not None:
+        updates["enable_profiling"] = flags.profiling
+    effective = config.model_copy(update=updates)
+    if election.leader_elect:
+        if given.resource_lock not in (None, "leases"):
+            raise StartupError(
+                f'--leader-elect-resource-lock={given.resource_lock}: resourceLock value must be "leases" '
+                "(as in kube-scheduler 1.34: the endpoints and configmaps locks are gone): use leases"
+            )
+        _check_leader_election(effective)
+    return effective
+
+
+def _check_leader_election(config: SchedulerConfiguration) -> None:
+    """component-base's ValidateLeaderElectionConfiguration (and client-go's jitter rule) after the flags."""
+    election = config.leader_election
+    durations = (
+        ("lease-duration", election.lease_duration),
+        ("renew-deadline", election.renew_deadline),
+        ("retry-period", election.retry_period),
+    )
+    for name, seconds in durations:
+        if seconds <= 0:
+            raise StartupError(f"--leader-elect-{name} (or leaderElection): must be greater than zero")
+    if election.lease_duration <= election.renew_deadline:
+        raise StartupError(
+            f"leader election: leaseDuration ({format_go_duration(election.lease_duration)}) must be greater "
+            f"than renewDeadline ({format_go_duration(election.renew_deadline)}): fix "
+            "--leader-elect-lease-duration/--leader-elect-renew-deadline or the config's leaderElection"
+        )
+    if election.renew_deadline <= 1.2 * election.retry_period:
+        raise StartupError(
+            f"leader election: renewDeadline ({format_go_duration(election.renew_deadline)}) must be greater "
+            f"than 1.2 x retryPeriod ({format_go_duration(election.retry_period)}): fix "
+            "--leader-elect-renew-deadline/--leader-elect-retry-period or the config's leaderElection"
+        )
+
+
+def write_config(flags: SchedulerFlags) -> None:
+    """--write-config-to: the effective configuration (flags applied, defaults filled in), then exit 0."""
+    loaded = load_configuration(flags)
+    for warning in loaded.warnings:
+        log.warning("config: %s", warning.render(loaded.source))
+    config = effective_config(loaded.config, flags)
+    assert flags.write_config_to is not None
+    try:
+        Path(flags.write_config_to).write_text(dump_config_yaml(config))
+    except OSError as error:
+        raise StartupError(
+            f"--write-config-to={flags.write_config_to}: cannot write ({error.strerror or error})"
+        ) from error
+    log.info("wrote the effective configuration to %s", flags.write_config_to)
 
 
 def effective_leader_election(
     config: SchedulerConfiguration, flags: SchedulerFlags
 ) -> LeaderElectionConfig | None:
     """The config's leaderElection, with each --leader-elect-* flag given on the command line on top."""
-    given = flags.leader_election
-    base = config.leader_election
-    enabled = base.leader_elect if given.leader_elect is None else given.leader_elect
-    if not enabled:
+    election = effective_config(config, flags).leader_election
+    if not election.leader_elect:
         return None
     return LeaderElectionConfig(
-        namespace=given.resource_namespace or base.resource_namespace,
-        name=given.resource_name or base.resource_name,
-        lease_duration=given.lease_duration if given.lease_duration is not None else base.lease_duration,
-        renew_deadline=given.renew_deadline if given.renew_deadline is not None else base.renew_deadline,
-        retry_period=given.retry_period if given.retry_period is not None else base.retry_period,
+        namespace=election.resource_namespace,
+        name=election.resource_name,
+        lease_duration=election.lease_duration,
+        renew_deadline=election.renew_deadline,
+        retry_period=election.retry_period,
     )
 
 
-def serving_context(flags: SchedulerFlags) -> ssl.SSLContext:
-    """The given certificate, or (as kube-scheduler does) a self-signed one made now."""
+def _serving_files(flags: SchedulerFlags) -> tuple[str, str]:
+    """--tls-cert-file/--tls-private-key-file, else a self-signed pair (kept in --cert-dir if given)."""
     if flags.tls_cert_file and flags.tls_private_key_file:
-        return tls_context(
-            flags.tls_cert_file, flags.tls_private_key_file, flags.tls_min_version, flags.tls_cipher_suites
-        )
+        return flags.tls_cert_file, flags.tls_private_key_file
     if flags.tls_cert_file or flags.tls_private_key_file:
         raise StartupError("--tls-cert-file and --tls-private-key-file must be given together")
+    if flags.cert_dir:
+        # kube-scheduler's pair name: reused when both files exist, else made and written there.
+        cert_path, key_path = (
+            os.path.join(flags.cert_dir, f"kube-scheduler.{ext}") for ext in ("crt", "key")
+        )
+        if os.path.isfile(cert_path) and os.path.isfile(key_path):
+            return cert_path, key_path
+        directory = flags.cert_dir
+        try:
+            os.makedirs(directory, exist_ok=True)
+        except OSError as error:
+            raise StartupError(
+                f"--cert-dir={directory}: cannot create it ({error.strerror or error})"
+            ) from error
+    else:
+        directory = tempfile.mkdtemp(prefix="secsched-serving-")
+        cert_path, key_path = os.path.join(directory, "tls.crt"), os.path.join(directory, "tls.key")
     cert, key = self_signed(
         f"secsched@{socket.gethostname()}", ["localhost", "127.0.0.1", socket.gethostname()]
     )
-    directory = tempfile.mkdtemp(prefix="secsched-serving-")
-    cert_path, key_path = os.path.join(directory, "tls.crt"), os.path.join(directory, "tls.key")
-    with open(cert_path, "wb") as cert_file:
-        cert_file.write(cert)
-    with open(key_path, "wb") as key_file:
-        key_file.write(key)
-    return tls_context(cert_path, key_path, flags.tls_min_version, flags.tls_cipher_suites)
+    try:
+        with open(cert_path, "wb") as cert_file:
+            cert_file.write(cert)
+        with open(key_path, "wb") as key_file:
+            key_file.write(key)
+        os.chmod(key_path, 0o600)
+    except OSError as error:
+        raise StartupError(
+            f"--cert-dir={directory}: cannot write the certificate ({error.strerror or error})"
+        ) from error
+    return cert_path, key_path
+
+
+def serving_context(flags: SchedulerFlags) -> ssl.SSLContext:
+    """The given certificate, or (as kube-scheduler does) a self-signed one; client CAs if given."""
+    cert_path, key_path = _serving_files(flags)
+    for flag, path in (("--tls-cert-file", cert_path), ("--tls-private-key-file", key_path)):
+        if not os.path.isfile(path):
+            raise StartupError(f"{flag}={path}: not found: check the path")
+    try:
+        context = tls_context(cert_path, key_path, flags.tls_min_version, flags.tls_cipher_suites)
+    except ssl.SSLError as error:
+        if "cipher" in str(error).lower():
+            raise StartupError(
+                f"--tls-cipher-suites={','.join(flags.tls_cipher_suites)}: OpenSSL offers none of these "
+                "suites: add a TLS 1.2 ECDHE suite such as TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"
+            ) from error
+        raise StartupError(
+            f"--tls-cert-file={cert_path}, --tls-private-key-file={key_path}: cannot be used "
+            f"({kubeconfig.ssl_reason(error)}): give a PEM certificate and its matching PEM private key"
+        ) from error
+    except (OSError, ValueError) as error:
+        raise StartupError(f"--tls-cert-file={cert_path}: cannot be used ({error})") from error
+    if flags.client_ca_file:
+        try:
+            context.load_verify_locations(cafile=flags.client_ca_file)
+        except (ssl.SSLError, OSError) as error:
+            raise StartupError(
+                f"--client-ca-file={flags.client_ca_file}: cannot be used "
+                f"({kubeconfig.ssl_reason(error)}): give a PEM bundle of CA certificates"
+            ) from error
+        # Go's VerifyClientCertIfGiven: a certificate presented must verify; none is fine.
+        context.verify_mode = ssl.CERT_OPTIONAL
+    return context
+
+
+def _check_master(master: str) -> str:
+    """--master, as client-go reads it: a URL, or host:port (https:// assumed)."""
+    candidate = master if "://" in master else f"https://{master}"
+    try:
+        parts = urlsplit(candidate)
+        parts.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError as error:
+        raise StartupError(f"--master={master}: not a URL ({error}): e.g. https://10.0.0.1:6443") from error
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise StartupError(f"--master={master}: not an http(s) URL with a host: e.g. https://10.0.0.1:6443")
+    return candidate.rstrip("/")
 
 
 async def run(flags: SchedulerFlags) -> int:
@@ -105,7 +328,7 @@ async def run(flags: SchedulerFlags) -> int:
         log.warning("config: %s", warning.render(loaded.source))
     for note in flags.notes():
         log.warning("%s", note)
-    config = loaded.config
+    config = effective_config(loaded.config, flags)
     connection_config = config.client_connection
     # kube-scheduler takes the kubeconfig from the config file when one is given and ignores the
     # flag; we do the same, but fall back to the flag rather than drop it silently.
@@ -124,13 +347,8 @@ async def run(flags: SchedulerFlags) -> int:
     except kubeconfig.KubeconfigError as error:
         raise StartupError(str(error)) from error
     if flags.master:
-        connection = dataclass_replace(connection, server=flags.master.rstrip("/"))
-    qps = flags.kube_api_qps if flags.kube_api_qps is not None and not flags.config else connection_config.qps
-    burst = (
-        flags.kube_api_burst
-        if flags.kube_api_burst is not None and not flags.config
-        else connection_config.burst
-    )
+        connection = dataclass_replace(connection, server=_check_master(flags.master))
+    qps, burst = connection_config.qps, connection_config.burst
     leader_config = effective_leader_election(config, flags)
     context = serving_context(flags) if flags.secure_port else None
 
@@ -150,14 +368,13 @@ async def run(flags: SchedulerFlags) -> int:
         ) as election_api,
     ):
         scheduler = Scheduler(config, api, events_api, default_registry(), metrics=metrics)
-        server = HealthServer(metrics.registry, ready=scheduler.synced)
+        server = HealthServer(
+            metrics.registry,
+            ready=scheduler.synced,
+            extra_routes=profiling.routes() if config.enable_profiling else (),
+        )
         if context is not None:
-            await server.start(flags.bind_address, flags.secure_port, context)
-            log.info(
-                "serving /healthz, /readyz and /metrics on https://%s:%d",
-                flags.bind_address,
-                flags.secure_port,
-            )
+            await _serve(server, flags, context)
         profiles = ", ".join(scheduler.frameworks)
         log.info("starting scheduler for profiles [%s] (qps %s, burst %s)", profiles, qps, burst)
         exit_code = 0
@@ -170,6 +387,35 @@ async def run(flags: SchedulerFlags) -> int:
             await server.stop()
         log.info("scheduler stopped")
         return exit_code
+
+
+async def _serve(server: HealthServer, flags: SchedulerFlags, context: ssl.SSLContext) -> None:
+    """Start the HTTPS endpoints; a port that cannot be bound is a StartupError naming the flag."""
+    started = time.monotonic()
+    try:
+        await server.start(
+            flags.bind_address,
+            flags.secure_port,
+            context,
+            reuse_port=flags.permit_port_sharing,
+            reuse_address=flags.permit_address_sharing,
+        )
+    except OSError as error:
+        if error.errno == errno.EADDRINUSE:
+            raise StartupError(
+                f"--secure-port={flags.secure_port}: {flags.bind_address}:{flags.secure_port} is already in "
+                "use: stop what listens there, or choose another --secure-port (0 turns serving off)"
+            ) from error
+        raise StartupError(
+            f"--bind-address={flags.bind_address} --secure-port={flags.secure_port}: cannot listen "
+            f"({error.strerror or error}): use an address of this machine, or 0.0.0.0"
+        ) from error
+    log.info(
+        "serving /healthz, /readyz and /metrics on https://%s:%d (%.0f ms)",
+        flags.bind_address,
+        flags.secure_port,
+        (time.monotonic() - started) * 1000,
+    )
 
 
 async def _until_stopped(coroutine: object, stop: asyncio.Event) -> None:

@@ -97,8 +97,10 @@ class EventHandlers:
         frameworks: Mapping[str, Framework],
         assumed: AssumedPods,
         on_event: EventSink | None = None,
+        on_deleted: Callable[[str], None] | None = None,
     ) -> None:
-        """``on_event(event, old, new)`` hears every cluster event that may help a waiting pod."""
+        """``on_event(event, old, new)`` hears every cluster event that may help a waiting pod;
+        ``on_deleted(uid)`` every pod deleted (a pod held at Permit must stop waiting)."""
         self.table = table
         self.queue = queue
         self.frameworks = frameworks
@@ -106,6 +108,7 @@ class EventHandlers:
         self._on_event = on_event or (
             lambda event, old, new: queue.move_all_to_active_or_backoff(event.label)
         )
+        self._on_deleted = on_deleted
         self.gated: dict[str, PodInfo] = {}
         """Our pods that PreEnqueue keeps out of the queue (scheduling gates)."""
         self.nodes = _Handler(self.replace_nodes, self.node_event)
@@ -116,6 +119,8 @@ class EventHandlers:
         key = object_key(pod)
         if kind == "DELETED":
             self._pod_gone(key)
+            if self._on_deleted is not None:
+                self._on_deleted(str((pod.get("metadata") or {}).get("uid", "")))
             return
         node = (pod.get("spec") or {}).get("nodeName")
         if node:

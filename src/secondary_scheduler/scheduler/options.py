@@ -7,6 +7,7 @@ field, as in kube-scheduler; every accepted flag either takes effect or is repor
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from dataclasses import dataclass, field
 
@@ -28,6 +29,112 @@ def parse_go_duration(text: str) -> float:
     if position != len(value):
         raise ValueError(f"{text!r} is not a duration (examples: 15s, 1m30s, 500ms)")
     return total
+
+
+FLOAT32_MAX = 3.4028234663852886e38
+INT32_MAX = 2**31 - 1
+
+TLS_CIPHER_SUITES = frozenset(
+    {
+        # Go's tls.CipherSuites() (what component-base's --tls-cipher-suites accepts as secure)...
+        "TLS_AES_128_GCM_SHA256",
+        "TLS_AES_256_GCM_SHA384",
+        "TLS_CHACHA20_POLY1305_SHA256",
+        "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA",
+        "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA",
+        "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA",
+        "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA",
+        "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+        "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",
+        "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
+        "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
+        "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256",
+        "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256",
+        "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305",  # legacy names component-base keeps
+        "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305",
+        # ... and tls.InsecureCipherSuites(), which it accepts too.
+        "TLS_RSA_WITH_RC4_128_SHA",
+        "TLS_RSA_WITH_3DES_EDE_CBC_SHA",
+        "TLS_RSA_WITH_AES_128_CBC_SHA",
+        "TLS_RSA_WITH_AES_256_CBC_SHA",
+        "TLS_RSA_WITH_AES_128_CBC_SHA256",
+        "TLS_RSA_WITH_AES_128_GCM_SHA256",
+        "TLS_RSA_WITH_AES_256_GCM_SHA384",
+        "TLS_ECDHE_ECDSA_WITH_RC4_128_SHA",
+        "TLS_ECDHE_RSA_WITH_RC4_128_SHA",
+        "TLS_ECDHE_RSA_WITH_3DES_EDE_CBC_SHA",
+        "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256",
+        "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256",
+    }
+)
+LOGGING_FORMATS = ("text", "json")
+
+UNSUPPORTED_FLAGS: dict[str, str] = {
+    "--tls-sni-cert-key": "one serving certificate only: use --tls-cert-file and --tls-private-key-file",
+    "--http2-max-streams-per-connection": "the endpoints are served over HTTP/1.1 only",
+    "--authentication-skip-lookup": "delegated authentication is not implemented",
+    "--authentication-token-webhook-cache-ttl": "delegated authentication is not implemented",
+    "--authentication-tolerate-lookup-failure": "delegated authentication is not implemented",
+    "--requestheader-allowed-names": "front-proxy (request header) authentication is not implemented",
+    "--requestheader-client-ca-file": "front-proxy (request header) authentication is not implemented",
+    "--requestheader-extra-headers-prefix": "front-proxy (request header) authentication is not implemented",
+    "--requestheader-group-headers": "front-proxy (request header) authentication is not implemented",
+    "--requestheader-uid-headers": "front-proxy (request header) authentication is not implemented",
+    "--requestheader-username-headers": "front-proxy (request header) authentication is not implemented",
+    "--authorization-webhook-cache-authorized-ttl": "delegated authorization is not implemented",
+    "--authorization-webhook-cache-unauthorized-ttl": "delegated authorization is not implemented",
+    "--contention-profiling": "Go's block profile has no Python counterpart (--profiling serves the others)",
+    "--pod-max-in-unschedulable-pods-duration": "unschedulable pods are retried after 5 minutes at most",
+    "--emulated-version": "it emulates no other Kubernetes version",
+    "--allow-metric-labels": "metric label allow-lists are not implemented",
+    "--allow-metric-labels-manifest": "metric label allow-lists are not implemented",
+    "--disabled-metrics": "metrics cannot be disabled one by one",
+    "--show-hidden-metrics-for-version": "no metrics are hidden",
+    "--log-text-info-buffer-size": "log lines are written unbuffered",
+    "--log-json-info-buffer-size": "log lines are written unbuffered",
+    "--vmodule": "per-file verbosity is not implemented: use -v",
+}
+"""kube-scheduler 1.34's flags this scheduler refuses, and why (the README's flag table lists them all)."""
+
+
+def unsupported_flag_message(flag: str) -> str:
+    return (
+        f"{flag} is a kube-scheduler flag this scheduler does not support ({UNSUPPORTED_FLAGS[flag]}): "
+        'remove it (the README\'s "kube-scheduler flags" table lists every flag)'
+    )
+
+
+def check_bind_address(value: str) -> str:
+    """An IP address, as pflag's `ip` type requires (no host names)."""
+    try:
+        ipaddress.ip_address(value)
+    except ValueError as error:
+        raise ValueError(f"{value!r} is not an IP address (e.g. 0.0.0.0, 127.0.0.1 or ::)") from error
+    return value
+
+
+def check_cipher_suites(names: list[str]) -> list[str]:
+    unknown = [name for name in names if name not in TLS_CIPHER_SUITES]
+    if unknown:
+        raise ValueError(
+            f"unknown cipher suite {unknown[0]!r}: use Go's names, e.g. "
+            "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384"
+        )
+    return names
+
+
+def check_qps(value: float) -> float:
+    if value != value or not 0 <= value <= FLOAT32_MAX:
+        raise ValueError(f"{value} must be a number from 0 (the default, 50) up, as client-go's float32 QPS")
+    return value
+
+
+def check_burst(value: int) -> int:
+    if not 0 <= value <= INT32_MAX:
+        raise ValueError(
+            f"{value} must be from 0 (the default, 100) to {INT32_MAX} (component-base: non-negative int32)"
+        )
+    return value
 
 
 @dataclass
@@ -63,6 +170,15 @@ class SchedulerFlags:
     authorization_kubeconfig: str | None = None
     authorization_always_allow_paths: list[str] = field(default_factory=list)
     feature_gates: str | None = None
+    write_config_to: str | None = None
+    cert_dir: str | None = None
+    client_ca_file: str | None = None
+    permit_port_sharing: bool = False
+    permit_address_sharing: bool = False
+    profiling: bool | None = None
+    """--profiling given (None: the config's enableProfiling decides)."""
+    logging_format: str = "text"
+    log_split_stream: bool = False
 
     def notes(self) -> list[str]:
         """What we accepted but handle differently from kube-scheduler, said once at start-up."""
@@ -74,11 +190,6 @@ class SchedulerFlags:
             )
         if self.feature_gates:
             notes.append(f"--feature-gates={self.feature_gates}: no feature gates apply to this scheduler")
-        if self.leader_election.resource_lock not in (None, "leases"):
-            notes.append(
-                f"--leader-elect-resource-lock={self.leader_election.resource_lock}: only 'leases' exists "
-                "since Kubernetes 1.24; using leases"
-            )
         return notes
 
 

@@ -83,7 +83,12 @@ class Scheduler:
         self.table = NodeTable()
         self.assumed = AssumedPods(self.table)
         self.handlers = EventHandlers(
-            self.table, self.queue, self.frameworks, self.assumed, on_event=self._cluster_event
+            self.table,
+            self.queue,
+            self.frameworks,
+            self.assumed,
+            on_event=self._cluster_event,
+            on_deleted=self._reject_if_waiting,
         )
         self.reflectors = [
             Reflector(api, "/api/v1/nodes", self.handlers.nodes, name="nodes"),
@@ -145,6 +150,12 @@ class Scheduler:
         task = asyncio.create_task(coroutine, name=name)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    def _reject_if_waiting(self, uid: str) -> None:
+        """A deleted pod that a Permit plugin holds stops waiting (kube-scheduler rejects it as "removed")."""
+        waiting = self.handle.waiting_pods.get(uid)
+        if waiting is not None:
+            waiting.reject("", "removed")
 
     def _cluster_event(self, event: ClusterEvent, old: Any, new: Any) -> None:
         """Move back the unschedulable pods that ``event`` may help, by their rejectors' queueing hints."""
@@ -258,16 +269,27 @@ class Scheduler:
                 self.assumed.forget(pod)
                 rejectors = frozenset({allowed.plugin} if allowed.plugin else ())
                 self._failed(item, profile, allowed.message, started, allowed.is_rejected, rejectors)
+                # The room the pod held while it waited is free again: pods waiting for room may
+                # fit now. After the requeue, as kube-scheduler defers it (handleBindingCycleError).
+                self._cluster_event(ClusterEvent(POD, ActionType.DELETE), pod, None)
                 return
-        async with self._bind_slots:
-            status = await framework.bind_cycle(state, pod, node)
+        # PreBind may wait long (volumes being provisioned): only the Bind call takes a slot.
+        status = await framework.pre_bind(state, pod, node)
+        if status.is_success:
+            async with self._bind_slots:
+                status = await framework.bind(state, pod, node)
         if not status.is_success:
             framework.unreserve(state, pod, node)
             self.assumed.forget(pod)
-            # The room the pod held is free again: pods waiting for room may fit now.
-            self._cluster_event(ClusterEvent(POD, ActionType.DELETE), pod, None)
             rejectors = frozenset({status.plugin} if status.is_rejected and status.plugin else ())
+            # The room the pod held is free again: pods waiting for room may fit now. As
+            # kube-scheduler's handleBindingCycleError: after the requeue for a rejection (so
+            # the pod itself waits for a new event), before it for an error.
+            if not status.is_rejected:
+                self._cluster_event(ClusterEvent(POD, ActionType.DELETE), pod, None)
             self._failed(item, profile, status.message, started, status.is_rejected, rejectors)
+            if status.is_rejected:
+                self._cluster_event(ClusterEvent(POD, ActionType.DELETE), pod, None)
             return
         self.assumed.finish_binding(pod)
         self.queue.done(pod.key)

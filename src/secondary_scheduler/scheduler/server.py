@@ -7,7 +7,7 @@ with the TLS minimum version and cipher suites from kube-scheduler's flags.
 from __future__ import annotations
 
 import ssl
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
@@ -62,9 +62,15 @@ def tls_context(
 class HealthServer:
     """Liveness follows the event loop; readiness follows `ready()` (informers synced)."""
 
-    def __init__(self, registry: CollectorRegistry, ready: Callable[[], bool]) -> None:
+    def __init__(
+        self,
+        registry: CollectorRegistry,
+        ready: Callable[[], bool],
+        extra_routes: Sequence[web.RouteDef] = (),
+    ) -> None:
         self.registry = registry
         self.ready = ready
+        self.extra_routes = list(extra_routes)
         self._runner: web.AppRunner | None = None
 
     async def _ok(self, _: web.Request) -> web.Response:
@@ -80,7 +86,15 @@ class HealthServer:
             body=generate_latest(self.registry), headers={"Content-Type": CONTENT_TYPE_LATEST}
         )
 
-    async def start(self, address: str, port: int, context: ssl.SSLContext | None) -> None:
+    async def start(
+        self,
+        address: str,
+        port: int,
+        context: ssl.SSLContext | None,
+        *,
+        reuse_port: bool = False,
+        reuse_address: bool = False,
+    ) -> None:
         app = web.Application()
         app.add_routes(
             [
@@ -88,11 +102,20 @@ class HealthServer:
                 web.get("/livez", self._ok),
                 web.get("/readyz", self._ready),
                 web.get("/metrics", self._metrics),
+                *self.extra_routes,
             ]
         )
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
-        await web.TCPSite(self._runner, address, port, ssl_context=context).start()
+        site = web.TCPSite(
+            self._runner,
+            address,
+            port,
+            ssl_context=context,
+            reuse_port=reuse_port or None,
+            reuse_address=reuse_address or None,
+        )
+        await site.start()
 
     async def stop(self) -> None:
         if self._runner is not None:

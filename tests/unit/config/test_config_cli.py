@@ -66,10 +66,11 @@ def test_standard_input(tmp_path: Path) -> None:
     assert 'error: <stdin>:3: parallelism: expected an integer, got the string "x"' in result.stderr
 
 
-def test_a_missing_file_is_a_usage_error(tmp_path: Path) -> None:
+def test_a_missing_file_is_bad_input(tmp_path: Path) -> None:
+    """Exit 1, as for any input the command cannot use (and as kube-scheduler exits on a missing --config)."""
     result = CliRunner().invoke(cli, ["config", "validate", str(tmp_path / "absent.yaml")])
-    assert result.exit_code == 2
-    assert "does not exist" in result.stderr
+    assert result.exit_code == 1
+    assert f"error: {tmp_path / 'absent.yaml'}: configuration not found: check the path" in result.stderr
 
 
 def test_a_file_that_is_not_utf8(tmp_path: Path) -> None:

@@ -86,10 +86,12 @@ def test_default_plugins_are_kube_scheduler_1_34s_restricted_to_ours(load: Load)
     names = {point: [entry.name for entry in plugins[point]] for point in P}
     assert names[P.QUEUE_SORT] == ["PrioritySort"]
     assert names[P.PRE_ENQUEUE] == ["SchedulingGates"]
+    volumes = ["VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone"]
     assert names[P.PRE_FILTER] == [
         "NodeAffinity",
         "NodePorts",
         "NodeResourcesFit",
+        *volumes,
         "PodTopologySpread",
         "InterPodAffinity",
         "DynamicResources",
@@ -101,6 +103,7 @@ def test_default_plugins_are_kube_scheduler_1_34s_restricted_to_ours(load: Load)
         "NodeAffinity",
         "NodePorts",
         "NodeResourcesFit",
+        *volumes,
         "PodTopologySpread",
         "InterPodAffinity",
     ]
@@ -108,6 +111,7 @@ def test_default_plugins_are_kube_scheduler_1_34s_restricted_to_ours(load: Load)
         "TaintToleration",
         "NodeAffinity",
         "NodeResourcesFit",
+        "VolumeBinding",
         "PodTopologySpread",
         "InterPodAffinity",
         "NodeResourcesBalancedAllocation",
@@ -116,14 +120,16 @@ def test_default_plugins_are_kube_scheduler_1_34s_restricted_to_ours(load: Load)
         PluginEntry("TaintToleration", 3),
         PluginEntry("NodeAffinity", 2),
         PluginEntry("NodeResourcesFit", 1),
+        PluginEntry("VolumeBinding", 1),
         PluginEntry("PodTopologySpread", 2),
         PluginEntry("InterPodAffinity", 2),
         PluginEntry("NodeResourcesBalancedAllocation", 1),
         PluginEntry("ImageLocality", 1),
     )
-    assert names[P.POST_FILTER] == ["DefaultPreemption"]
+    assert names[P.POST_FILTER] == ["DynamicResources", "DefaultPreemption"]
     assert names[P.BIND] == ["DefaultBinder"]
-    for point in (P.RESERVE, P.PERMIT, P.PRE_BIND, P.POST_BIND):
+    assert names[P.RESERVE] == names[P.PRE_BIND] == ["VolumeBinding"]
+    for point in (P.PERMIT, P.POST_BIND):
         assert names[point] == []
     assert all(entry.weight == 0 for point in P if point is not P.SCORE for entry in plugins[point])
 
@@ -133,6 +139,7 @@ def test_every_enabled_plugin_with_args_gets_default_args(load: Load) -> None:
     assert list(profile.plugin_args) == [
         "NodeAffinity",
         "NodeResourcesFit",
+        "VolumeBinding",
         "PodTopologySpread",
         "InterPodAffinity",
         "DefaultPreemption",

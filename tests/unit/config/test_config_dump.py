@@ -88,6 +88,7 @@ def test_the_dump_spells_out_every_plugin_and_default(load: Load) -> None:
         ("NodeResourcesFit", 2),
         ("TaintToleration", 3),
         ("NodeAffinity", 2),
+        ("VolumeBinding", 1),
         ("PodTopologySpread", 2),
         ("InterPodAffinity", 2),
         ("NodeResourcesBalancedAllocation", 1),

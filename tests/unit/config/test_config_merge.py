@@ -16,6 +16,7 @@ DEFAULT_SCORE = [
     ("TaintToleration", 3),
     ("NodeAffinity", 2),
     ("NodeResourcesFit", 1),
+    ("VolumeBinding", 1),
     ("PodTopologySpread", 2),
     ("InterPodAffinity", 2),
     ("NodeResourcesBalancedAllocation", 1),
@@ -229,9 +230,9 @@ def test_legacy_requested_to_capacity_ratio_needs_a_shape(errors: Errors) -> Non
 
 
 def test_enabling_a_plugin_we_do_not_ship_lists_the_ones_we_have(errors: Errors) -> None:
-    (problem,) = errors("profiles:\n- plugins: {filter: {enabled: [{name: VolumeBinding}]}}\n")
+    (problem,) = errors("profiles:\n- plugins: {filter: {enabled: [{name: NodeResourceTopologyMatch}]}}\n")
     assert problem.path == "profiles[0].plugins.filter.enabled[0].name"
-    assert "'VolumeBinding' is not a plugin this scheduler ships" in problem.message
+    assert "'NodeResourceTopologyMatch' is not a plugin this scheduler ships" in problem.message
     assert "TargetLoadPacking" in problem.message and "PrioritySort" in problem.message
 
 
@@ -266,7 +267,7 @@ def test_queue_sort_and_bind_are_required(errors: Errors) -> None:
 
 
 def test_disabling_unknown_plugins_is_harmless_but_said(load: Load) -> None:
-    result = load("profiles:\n- schedulerName: s\n  plugins: {filter: {disabled: [{name: VolumeBinding}]}}\n")
+    result = load("profiles:\n- schedulerName: s\n  plugins: {filter: {disabled: [{name: Coscheduling}]}}\n")
     (warning,) = [w for w in result.warnings if "nothing to disable" in w.message]
     assert warning.path == "profiles[0].plugins.filter.disabled[0].name"
 

@@ -100,6 +100,7 @@ def test_well_formed_seeds_load_once_substituted(name: str) -> None:
         ("TaintToleration", 3),
         ("NodeAffinity", 2),
         ("NodeResourcesFit", 1),
+        ("VolumeBinding", 1),
         ("PodTopologySpread", 2),
         ("InterPodAffinity", 2),
         ("ImageLocality", 1),

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from secondary_scheduler.config import load_config
 from secondary_scheduler.framework import Framework, Handle, NodeTable, PodInfo, ProfileSpec
 from secondary_scheduler.plugins.registry import in_tree_registry
 
@@ -90,47 +91,20 @@ def pod_info(name: str, **fields: Any) -> PodInfo:
     return PodInfo.from_pod(make_pod(name, **fields))
 
 
-DEFAULT_PLUGINS: Mapping[str, Sequence[tuple[str, int]]] = {
-    "queueSort": [("PrioritySort", 0)],
-    "preEnqueue": [("SchedulingGates", 0)],
-    "preFilter": [
-        ("NodeAffinity", 0),
-        ("NodePorts", 0),
-        ("NodeResourcesFit", 0),
-        ("PodTopologySpread", 0),
-        ("InterPodAffinity", 0),
-    ],
-    "filter": [
-        ("NodeUnschedulable", 0),
-        ("NodeName", 0),
-        ("TaintToleration", 0),
-        ("NodeAffinity", 0),
-        ("NodePorts", 0),
-        ("NodeResourcesFit", 0),
-        ("PodTopologySpread", 0),
-        ("InterPodAffinity", 0),
-    ],
-    "postFilter": [("DefaultPreemption", 0)],
-    "preScore": [
-        ("TaintToleration", 0),
-        ("NodeAffinity", 0),
-        ("NodeResourcesFit", 0),
-        ("PodTopologySpread", 0),
-        ("InterPodAffinity", 0),
-        ("NodeResourcesBalancedAllocation", 0),
-    ],
-    "score": [
-        ("TaintToleration", 3),
-        ("NodeAffinity", 2),
-        ("NodeResourcesFit", 1),
-        ("PodTopologySpread", 2),
-        ("InterPodAffinity", 2),
-        ("NodeResourcesBalancedAllocation", 1),
-        ("ImageLocality", 1),
-    ],
-    "bind": [("DefaultBinder", 0)],
-}
-"""kube-scheduler 1.34's default profile, restricted to the plugins implemented here."""
+def _default_plugins() -> Mapping[str, Sequence[tuple[str, int]]]:
+    """kube-scheduler 1.34's default profile as the config loader expands it (every plugin we ship)."""
+    text = (
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+        "profiles: [{schedulerName: default-scheduler}]\n"
+    )
+    profile = load_config(text, "<defaults>").config.profiles[0]
+    return {
+        str(point): [(entry.name, entry.weight) for entry in entries]
+        for point, entries in profile.plugins.items()
+    }
+
+
+DEFAULT_PLUGINS = _default_plugins()
 
 
 def default_profile(**fields: Any) -> ProfileSpec:

@@ -217,8 +217,8 @@ def test_fit_error_message_matches_kube_scheduler() -> None:
     assert result.status.code == Code.UNSCHEDULABLE
     assert result.message == (
         "0/12 nodes are available: 3 Insufficient cpu, 9 node(s) didn't match Pod's node affinity/selector. "
-        "preemption: 0/12 nodes are available: 3 No preemption victims found for incoming pod, "
-        "9 Preemption is not helpful for scheduling."
+        "no new claims to deallocate, preemption: 0/12 nodes are available: "
+        "3 No preemption victims found for incoming pod, 9 Preemption is not helpful for scheduling."
     )
 
 
@@ -227,7 +227,8 @@ def test_reason_counts_sort_as_text() -> None:
     nodes += [make_node(f"small-{index}", cpu="1") for index in range(3)]
     result = default_framework().schedule(pod_info("p", requests={"cpu": "2"}), table_of(nodes))
     assert result.message.startswith(
-        "0/15 nodes are available: 12 node(s) were unschedulable, 3 Insufficient cpu. preemption:"
+        "0/15 nodes are available: 12 node(s) were unschedulable, 3 Insufficient cpu. "
+        "no new claims to deallocate, preemption:"
     )
 
 
@@ -243,7 +244,8 @@ def test_preemption_policy_never_is_reported() -> None:
         pod_info("p", requests={"cpu": "9"}, preemptionPolicy="Never"), table_of([make_node("a")])
     )
     assert result.message == (
-        "0/1 nodes are available: 1 Insufficient cpu. preemption: not eligible due to preemptionPolicy=Never."
+        "0/1 nodes are available: 1 Insufficient cpu. "
+        "no new claims to deallocate, preemption: not eligible due to preemptionPolicy=Never."
     )
 
 
@@ -283,6 +285,7 @@ def test_skip_at_pre_filter_and_pre_score_skips_filter_and_score() -> None:
     skipped = {scores.plugin for scores in result.explanation.plugins if scores.skipped}
     assert skipped == {
         "NodeAffinity",
+        "VolumeBinding",
         "PodTopologySpread",
         "InterPodAffinity",
         "NodeResourcesBalancedAllocation",
@@ -351,7 +354,10 @@ async def test_binder_failures_become_error_statuses() -> None:
         raise RuntimeError("conflict")
 
     fw = default_framework(Handle(binder=broken))
-    status = await fw.bind_cycle(CycleState(), pod_info("p"), "a")
+    state = CycleState()
+    pod = pod_info("p")
+    assert fw.schedule(pod, numbered_nodes(2), state).node_name is not None  # PreFilter ran
+    status = await fw.bind_cycle(state, pod, "n0")
     assert (status.code, status.message, status.plugin) == (
         Code.ERROR,
         'running Bind plugin "DefaultBinder": conflict',

@@ -63,14 +63,14 @@ def test_render_missing_configmap_exits_1() -> None:
     )
 
 
-def test_render_invalid_cr_exits_2(tmp_path: Path) -> None:
+def test_render_invalid_cr_exits_1(tmp_path: Path) -> None:
     cr_file = tmp_path / "cr.yaml"
     cr_file.write_text(
         yaml.safe_dump({"apiVersion": names.API_VERSION, "kind": names.KIND, "spec": {"logLevel": "Loud"}})
     )
     code, objects, stderr = run("--cr", str(cr_file))
-    assert code == 2 and objects == []
-    assert "spec.logLevel: must be one of" in stderr
+    assert code == 1 and objects == []
+    assert f"error: {cr_file}: spec.logLevel: must be one of" in stderr
 
 
 def test_render_seed_config_warnings_go_to_stderr(tmp_path: Path) -> None:

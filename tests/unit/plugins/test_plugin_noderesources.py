@@ -11,7 +11,7 @@ from typing import Any
 from tests.unit.framework.kubeobjects import container, make_node, make_pod, pod_info, table_of
 from tests.unit.plugins.pluginruns import raw_and_normalized, rejections, scores
 
-from secondary_scheduler.framework import Handle
+from secondary_scheduler.framework import Handle, PodInfo
 from secondary_scheduler.plugins.noderesources import BalancedAllocation, Fit
 
 
@@ -176,3 +176,39 @@ def test_balanced_allocation_skips_best_effort_pods() -> None:
         BalancedAllocation(None, Handle()), pod_info("p"), table_of(differently_sized_nodes())
     )
     assert raw == {}
+
+
+def test_insufficient_resources_are_named_in_upstreams_order() -> None:
+    # kube-scheduler checks cpu, memory, ephemeral-storage, then the extended resources,
+    # whatever order the pod lists them in (found by tests/conformance).
+    table = table_of([make_node("small", cpu="1", memory="1Gi", allocatable={"example.com/gpu": 1})])
+    pod = pod_info(
+        "p",
+        containers=[
+            container("a", requests={"example.com/gpu": 2, "ephemeral-storage": "1Pi", "memory": "2Gi"}),
+            container("b", requests={"cpu": "2"}),
+        ],
+    )
+    assert rejections(fit(), pod, table) == {
+        "small": [
+            "Insufficient cpu [unresolvable]",
+            "Insufficient memory [unresolvable]",
+            "Insufficient ephemeral-storage [unresolvable]",
+            "Insufficient example.com/gpu [unresolvable]",
+        ]
+    }
+
+
+def test_the_score_counts_the_containers_not_pod_level_resources() -> None:
+    # Upstream builds Fit's scorer without the PodLevelResources gate (issue 12 row 6; found
+    # again by tests/conformance): pod-level requests fit the node but do not score.
+    # BalancedAllocation's scorer has the gate, so it does count them.
+    pod = make_pod("p", containers=two_containers())
+    pod["spec"]["resources"] = {"requests": {"cpu": "3500m", "memory": "6000"}}
+    table = table_of(differently_sized_nodes())
+    assert scores(fit(), PodInfo.from_pod(pod), table) == {"node1": 37, "node2": 50}
+    # cpu 3500/4000, memory 6000/10000 on node1 -> |0.875-0.6|/2 -> 86; node2: 3500/6000 vs 0.6 -> 99
+    assert scores(BalancedAllocation({}, Handle()), PodInfo.from_pod(pod), table) == {
+        "node1": 86,
+        "node2": 99,
+    }

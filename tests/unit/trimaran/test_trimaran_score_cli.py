@@ -152,7 +152,9 @@ def test_stale_metrics_are_explained(tmp_path: Path) -> None:
 
 
 def test_the_pod_fits_nowhere(tmp_path: Path) -> None:
-    result = invoke(tmp_path, tlp_snapshot(), pod("huge", "64"), "--output", "json")
+    huge = pod("huge", "64")
+    huge["spec"]["schedulerName"] = "first"  # the profile the scheduler would run for it
+    result = invoke(tmp_path, tlp_snapshot(), huge, "--output", "json")
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     assert report["profile"] == "first" and report["selected"] is None

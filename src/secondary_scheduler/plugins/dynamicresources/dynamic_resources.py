@@ -4,7 +4,8 @@ kube-scheduler 1.34 allocates such claims from ResourceSlices (structured parame
 This scheduler does not allocate claims yet, so rather than place the pod where its
 devices may not exist, PreFilter rejects it (UnschedulableAndUnresolvable: no preemption
 can help) with a message that says so and what to do. Pods without claims are skipped,
-as upstream's PreFilter skips them. ``secsched config validate`` warns when a profile
+as upstream's PreFilter skips them; its PostFilter, which runs before preemption, has no
+claims to free and says so, as upstream's does. ``secsched config validate`` warns when a profile
 enables the plugin explicitly.
 """
 
@@ -13,8 +14,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
+from secondary_scheduler.framework.diagnosis import Diagnosis
 from secondary_scheduler.framework.events import ClusterEventWithHint
-from secondary_scheduler.framework.interface import CycleState, PreFilterPlugin
+from secondary_scheduler.framework.interface import (
+    CycleState,
+    PostFilterPlugin,
+    PostFilterResult,
+    PreFilterPlugin,
+)
 from secondary_scheduler.framework.nodetable import NodeTable
 from secondary_scheduler.framework.podinfo import PodInfo
 from secondary_scheduler.framework.status import SKIP, Status
@@ -25,7 +32,11 @@ UNSUPPORTED = (
 )
 
 
-class DynamicResources(PreFilterPlugin):
+NO_CLAIMS_TO_DEALLOCATE = "no new claims to deallocate"
+"""Upstream's PostFilter answer for a pod whose claims it cannot free: part of every FailedScheduling text."""
+
+
+class DynamicResources(PreFilterPlugin, PostFilterPlugin):
     name: ClassVar[str] = "DynamicResources"
     enabled_warning: ClassVar[str | None] = (
         "DynamicResources does not allocate ResourceClaims here: pods with spec.resourceClaims are "
@@ -35,6 +46,12 @@ class DynamicResources(PreFilterPlugin):
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         """It never rejects a pod in a way a cluster event could undo."""
         return ()
+
+    def post_filter(
+        self, state: CycleState, pod: PodInfo, table: NodeTable, diagnosis: Diagnosis
+    ) -> PostFilterResult:
+        """Before preemption, upstream tries to deallocate claims: with none to free, it says so."""
+        return PostFilterResult(Status.unschedulable(NO_CLAIMS_TO_DEALLOCATE))
 
     def pre_filter(self, state: CycleState, pod: PodInfo, table: NodeTable) -> Status:
         if not (pod.obj.get("spec") or {}).get("resourceClaims"):

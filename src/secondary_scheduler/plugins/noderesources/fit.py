@@ -9,7 +9,9 @@ extended resources listed in ``ignoredResources`` (or whose domain is in
 
 Score: the ``scoringStrategy`` (LeastAllocated by default, MostAllocated,
 RequestedToCapacityRatio) over its ``resources`` (cpu and memory, weight 1), using the
-non-zero requests for cpu and memory.
+non-zero requests for cpu and memory. As upstream's, the score counts the pod's containers
+(and overhead) only, not pod-level ``spec.resources``: kube-scheduler builds Fit's scorer
+without its PodLevelResources gate (NodeResourcesBalancedAllocation's has it).
 """
 
 from __future__ import annotations
@@ -52,12 +54,13 @@ from secondary_scheduler.plugins.noderesources.requested_to_capacity_ratio impor
 )
 from secondary_scheduler.plugins.noderesources.resource_allocation import (
     ResourceWeight,
+    container_level_request_list,
     parse_resources,
-    pod_request_list,
     requested_and_allocatable,
 )
 
 TOO_MANY_PODS = "Too many pods"
+_CHECK_ORDER = {CPU: 0, MEMORY: 1, EPHEMERAL_STORAGE: 2}
 LEAST_ALLOCATED = "LeastAllocated"
 MOST_ALLOCATED = "MostAllocated"
 REQUESTED_TO_CAPACITY_RATIO = "RequestedToCapacityRatio"
@@ -126,15 +129,17 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
         )
 
     def _checked_requests(self, pod: PodInfo) -> _CheckedRequests:
-        return _CheckedRequests(
-            tuple(
-                (resource, amount)
-                for resource, amount in pod.requests.items()
-                if amount > 0
-                and (resource in (CPU, MEMORY, EPHEMERAL_STORAGE) or is_scalar_resource(resource))
-                and not self._is_ignored(resource)
-            )
-        )
+        """The requests to check, in upstream's order (cpu, memory, ephemeral-storage, then the
+        others): a node's reasons read "Insufficient cpu, Insufficient memory" as kube-scheduler's."""
+        checked = [
+            (resource, amount)
+            for resource, amount in pod.requests.items()
+            if amount > 0
+            and (resource in (CPU, MEMORY, EPHEMERAL_STORAGE) or is_scalar_resource(resource))
+            and not self._is_ignored(resource)
+        ]
+        checked.sort(key=lambda item: (_CHECK_ORDER.get(item[0], len(_CHECK_ORDER)), item[0]))
+        return _CheckedRequests(tuple(checked))
 
     def pre_filter(self, state: CycleState, pod: PodInfo, table: NodeTable) -> Status:
         state.write(_PRE_FILTER_KEY, self._checked_requests(pod))
@@ -156,12 +161,12 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
         return rejections
 
     def pre_score(self, state: CycleState, pod: PodInfo, table: NodeTable, nodes: Slots) -> Status:
-        state.write(_PRE_SCORE_KEY, _ScoredRequests(pod_request_list(pod, self.resources, non_zero=True)))
+        state.write(_PRE_SCORE_KEY, _ScoredRequests(container_level_request_list(pod, self.resources)))
         return SUCCESS
 
     def score(self, state: CycleState, pod: PodInfo, table: NodeTable, nodes: Slots) -> IntArray:
         scored = state.read(_PRE_SCORE_KEY, _ScoredRequests)
-        amounts = scored.amounts if scored else pod_request_list(pod, self.resources, non_zero=True)
+        amounts = scored.amounts if scored else container_level_request_list(pod, self.resources)
         requested, allocatable = requested_and_allocatable(
             table, nodes, self.resources, amounts, non_zero=True
         )

@@ -16,6 +16,7 @@ import numpy as np
 from secondary_scheduler.framework.aliases import IntArray, Slots
 from secondary_scheduler.framework.nodetable import NodeTable
 from secondary_scheduler.framework.podinfo import PodInfo
+from secondary_scheduler.framework.podrequests import non_zero_requests, pod_requests
 from secondary_scheduler.framework.resources import CPU, CPU_COLUMN, MEMORY, MEMORY_COLUMN, is_scalar_resource
 
 
@@ -39,6 +40,19 @@ def pod_request_list(pod: PodInfo, resources: Sequence[ResourceWeight], *, non_z
     """The pod's request of each scored resource; ``non_zero`` counts unset cpu/memory as 100m/200Mi."""
     defaults = {CPU: pod.non_zero_cpu, MEMORY: pod.non_zero_memory} if non_zero else {}
     return tuple(defaults.get(item.name, pod.requests.get(item.name, 0)) for item in resources)
+
+
+def container_level_request_list(pod: PodInfo, resources: Sequence[ResourceWeight]) -> tuple[int, ...]:
+    """``pod_request_list(non_zero=True)`` without pod-level ``spec.resources``: NodeResourcesFit's
+    score, whose upstream scorer is built without the PodLevelResources gate (so it sums the
+    containers even when the pod sets pod-level requests)."""
+    spec = pod.obj.get("spec") or {}
+    if not spec.get("resources"):
+        return pod_request_list(pod, resources, non_zero=True)
+    requests = pod_requests(spec, pod_level=False)
+    cpu, memory = non_zero_requests(spec, pod_level=False)
+    defaults = {CPU: cpu, MEMORY: memory}
+    return tuple(defaults.get(item.name, requests.get(item.name, 0)) for item in resources)
 
 
 def requested_and_allocatable(

@@ -31,6 +31,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/go-logr/logr"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -51,6 +52,7 @@ import (
 	frameworkplugins "k8s.io/kubernetes/pkg/scheduler/framework/plugins"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/dynamicresources"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+	schedmetrics "k8s.io/kubernetes/pkg/scheduler/metrics"
 	"k8s.io/kubernetes/pkg/scheduler/util/assumecache"
 	"sigs.k8s.io/yaml"
 
@@ -508,14 +510,12 @@ func main() {
 	podPath := flag.String("pod", "", "the v1 Pod to place (YAML or JSON)")
 	profileName := flag.String("profile", "", "schedulerName of the profile (default: the first)")
 	cases := flag.String("cases", "", "read JSON-lines cases from this file ('-': stdin)")
-	klog.InitFlags(nil)
 	flag.Parse()
-	if err := flag.Set("v", "0"); err != nil {
-		fail(err)
-	}
-	klog.SetOutput(io.Discard)
-	klog.LogToStderr(false)
+	// Plugins log what they decide (Trimaran: "Unable to find metrics for node"); the report
+	// says it all, and a clean stderr keeps errors readable.
+	klog.SetLogger(logr.Discard())
 
+	schedmetrics.Register() // the framework records into these; unregistered they are nil
 	metrics := newMetricsServer()
 	defer metrics.server.Close()
 
