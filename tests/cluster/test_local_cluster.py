@@ -109,7 +109,8 @@ def test_prometheus_serves_both_series_for_every_node(cluster: LocalCluster) -> 
         "stddev_over_time(instance:node_memory_utilisation:ratio[15m])",
     ):
         values = cluster.query(promql)
-        assert sorted(values) == sorted(f"kwok-node-{i}" for i in range(CLUSTER_NODES)), promql
+        # Over 15 minutes, nodes other tests added (and removed) may show too: the cluster's own must.
+        assert {f"kwok-node-{i}" for i in range(CLUSTER_NODES)} <= set(values), promql
 
 
 def test_changed_base_load_shows_up_in_prometheus(cluster: LocalCluster) -> None:
