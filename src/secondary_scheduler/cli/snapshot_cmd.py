@@ -269,7 +269,7 @@ def _parse_time(text: Any) -> float | None:
 
 async def _metrics(api: ApiClient, config: SchedulerConfiguration) -> Json | None:
     """One fetch from the first load-aware plugin's source (the snapshot holds one metrics object)."""
-    from secondary_scheduler.plugins.trimaran.collectors import MetricsCollectors
+    from secondary_scheduler.plugins.trimaran.collectorset import MetricsCollectors
     from secondary_scheduler.plugins.trimaran.source import MetricSource
     from secondary_scheduler.plugins.trimaran.telemetry import TrimaranMetrics
 

@@ -19,7 +19,7 @@ from prometheus_client import CollectorRegistry
 from secondary_scheduler.framework.handle import Handle
 from secondary_scheduler.kube.client import ApiClient
 from secondary_scheduler.plugins.trimaran.collector import REFRESH_INTERVAL_SECONDS
-from secondary_scheduler.plugins.trimaran.collectors import MetricsCollectors, ProviderFactory
+from secondary_scheduler.plugins.trimaran.collectorset import MetricsCollectors, ProviderFactory
 from secondary_scheduler.plugins.trimaran.providers.static import StaticProvider
 from secondary_scheduler.plugins.trimaran.recentlyscheduled import RecentlyScheduled
 from secondary_scheduler.plugins.trimaran.telemetry import TrimaranMetrics
