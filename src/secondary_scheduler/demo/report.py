@@ -13,6 +13,7 @@ import matplotlib
 matplotlib.use("Agg")  # files only: no display on a server or in CI
 import matplotlib.pyplot as plt
 
+from .preemption import PreemptionResult
 from .run import RunResult
 
 COLOURS = ("#1f6feb", "#8c959f", "#d4a72c")
@@ -69,34 +70,190 @@ def final_plot(runs: list[RunResult], target: int) -> str:
     return _png(figure)
 
 
-def _table(headers: list[str], rows: list[list[str]]) -> str:
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+Cell = str | tuple[str, str]
+"""A table cell: text, or (text, CSS class)."""
 
 
-def write_report(path: Path, runs: list[RunResult], target: int, facts: dict[str, str]) -> Path:
-    summary_headers = ["scheduler", *next(iter(runs)).quality.as_row().keys(), "time to place (s)"]  # type: ignore[union-attr]
-    summary_rows = [
-        [run.label, *run.quality.as_row().values(), f"{run.seconds:.0f}"] for run in runs if run.quality
+def _cell(cell: Cell, tag: str = "td") -> str:
+    text, css = (cell, "") if isinstance(cell, str) else cell
+    attribute = f' class="{css}"' if css else ""
+    return f"<{tag}{attribute}>{html.escape(text)}</{tag}>"
+
+
+def _table(headers: list[str], rows: list[list[Cell]], css: str = "") -> str:
+    """A table; headers that are all empty make none."""
+    head = "".join(_cell(h, "th") for h in headers)
+    thead = f"<thead><tr>{head}</tr></thead>" if any(headers) else ""
+    body = "".join("<tr>" + "".join(_cell(c) for c in row) + "</tr>" for row in rows)
+    attribute = f' class="{css}"' if css else ""
+    return f"<table{attribute}>{thead}<tbody>{body}</tbody></table>"
+
+
+def _gi(count: int) -> str:
+    return f"{count / 1024**3:.1f}Gi"
+
+
+def _nodes_sorted(names: list[str]) -> list[str]:
+    return sorted(
+        names, key=lambda name: int(name.rsplit("-", 1)[-1]) if name.rsplit("-", 1)[-1].isdigit() else 0
+    )
+
+
+def disks_section(runs: list[RunResult]) -> str:
+    """Per VM and run: the node its disk was provisioned on, checked against the VM pod's node."""
+    if not any(run.all_disks for run in runs):
+        return ""
+    summary: list[list[Cell]] = []
+    for run in runs:
+        on_node, total = run.disks_on_pod_node
+        nodes = len({disk.volume_node for disk in run.all_disks if disk.volume_node})
+        summary.append(
+            [run.label, (f"{on_node}/{total}", "good" if on_node == total and total else "bad"), str(nodes)]
+        )
+    by_run = [{disk.vm_pod: disk for disk in run.all_disks} for run in runs]
+    first = runs[0].all_disks
+    rows: list[list[Cell]] = []
+    for disk in first:
+        row: list[Cell] = [disk.vm_pod.removeprefix("virt-launcher-"), disk.size]
+        for disks in by_run:
+            other = disks.get(disk.vm_pod)
+            if other is None:
+                row.append(("-", ""))
+            elif other.on_pod_node:
+                row.append((f"{other.volume_node} ✓", "good"))
+            else:
+                row.append((f"disk {other.volume_node or other.phase}, VM {other.pod_node or '-'} ✗", "bad"))
+        rows.append(row)
+    return f"""<h2>VM disks: provisioned where the VM runs</h2>
+<p class="note">Each VM has a root disk, the PersistentVolumeClaim KubeVirt's <code>dataVolumeTemplates</code>
+make (StorageClass <code>local-wffc</code>, WaitForFirstConsumer, node-local volumes). The claim waits
+until the scheduler has chosen the VM's node and written <code>volume.kubernetes.io/selected-node</code>;
+the provisioner then makes a volume pinned to that node (PV node affinity
+<code>kubernetes.io/hostname</code>), and the scheduler binds the pod once the claim is Bound. A disk
+anywhere else would keep the VM from starting.</p>
+{_table(["scheduler", "disks on the VM's node", "nodes with disks"], summary)}
+<details open><summary>Every disk: the node its PV is pinned to (✓ = the VM's node)</summary>
+{_table(["VM", "disk", *[run.label for run in runs]], rows, "small")}
+</details>"""
+
+
+def _seconds(value: float | None) -> str:
+    return f"{value:.2f}s" if value is not None else "-"
+
+
+def _scene_rows(scene: PreemptionResult) -> dict[str, Cell]:
+    victims = scene.victims
+    bound = scene.node and not scene.error
+    return {
+        "most free memory when it arrived": f"{_gi(scene.largest_free[1])} on {scene.largest_free[0]}",
+        "victims (deleted)": "; ".join(
+            f"{v.pod} on {v.node} ({_gi(v.memory)}, priority {v.priority:,})" for v in victims
+        )
+        or "none",
+        "their DisruptionTarget condition": "; ".join(v.condition or "not seen" for v in victims) or "-",
+        "status.nominatedNodeName": scene.nominated_node or "-",
+        "bound to": (scene.node or "not bound", "good" if bound else "bad"),
+        "its disk": (
+            f"{scene.disk.volume_node} ✓" if scene.disk and scene.disk.on_pod_node else "not on its node ✗",
+            "good" if scene.disk and scene.disk.on_pod_node else "bad",
+        ),
+        "nominated after": _seconds(scene.nominated_after),
+        "victims deleted after": ", ".join(_seconds(v.deleted_after) for v in victims) or "-",
+        "bound after (time to bind)": _seconds(scene.bound_after),
+    }
+
+
+def preemption_section(runs: list[RunResult]) -> str:
+    """The scene, side by side: victims, nomination, final node, times; then each run's events."""
+    scenes = [(run, run.preemption) for run in runs if run.preemption]
+    if not scenes:
+        return ""
+    first = scenes[0][1]
+    rows_by_run = [_scene_rows(scene) for _, scene in scenes]
+    rows: list[list[Cell]] = [[key, *(row[key] for row in rows_by_run)] for key in rows_by_run[0]]
+    rows.append(["PostFilter plugins", *(run.postfilter for run, _ in scenes)])
+    errors = "".join(
+        f'<p class="bad">{html.escape(run.label)}: {html.escape(scene.error)}</p>'
+        for run, scene in scenes
+        if scene.error
+    )
+    events = "".join(
+        f"<h3>{html.escape(run.label)}</h3><pre>{html.escape(chr(10).join(scene.events) or 'none')}</pre>"
+        for run, scene in scenes
+    )
+    return f"""<h2>Preemption: a business-critical VM arrives when no node has room</h2>
+<p class="note">After the fleet is placed, <b>{html.escape(first.preemptor)}</b> (priority {first.priority:,},
+{_gi(first.memory_request)} of memory) arrives. Its size comes from the node sizes: more memory than any
+node but the largest can give, and each of those already runs one memory-heavy VM of the fleet,
+so no node has room unless a lower-priority VM goes. DefaultPreemption picks the node and the fewest,
+least important victims, sets the VM's <code>status.nominatedNodeName</code>, gives each victim the
+<code>DisruptionTarget</code> condition and deletes it; the VM is bound once the room is free and its disk
+made on that node. Every largest node offers the same choice, its one memory-heavy VM (its smaller VMs
+together cannot free enough), so kube-scheduler's order for candidates (fewest PodDisruptionBudget
+violations, lowest victim priority, smallest priority sum, fewest victims, then the node whose victims
+started last) comes down to start times: the node of the memory-heavy VM that started last. (The evicted
+VM's disk stays on its node; KubeVirt would restart that VM, and it would wait there for room.)</p>
+{_table(["", *[run.label for run, _ in scenes]], rows)}
+{errors}
+<details><summary>The scene's events (the preemptor's scheduling events, the victims' Preempted)</summary>
+{events}
+</details>"""
+
+
+def write_report(
+    path: Path,
+    runs: list[RunResult],
+    target: int,
+    facts: dict[str, str],
+) -> Path:
+    summary_headers = [
+        "scheduler",
+        *next(iter(runs)).quality.as_row().keys(),  # type: ignore[union-attr]
+        "time to place (s)",
+        "disks on the VM's node",
+        "preemption",
     ]
-    nodes = sorted(runs[0].after, key=lambda name: int(name.rsplit("-", 1)[-1]))
-    per_node_rows = []
+    summary_rows: list[list[Cell]] = []
+    for run in runs:
+        if run.quality is None:
+            continue
+        on_node, total = run.disks_on_pod_node
+        scene = run.preemption
+        if scene is None:
+            preempted = "-"
+        elif scene.error or not scene.node:
+            preempted = "failed"
+        else:
+            preempted = f"{len(scene.victims)} evicted, bound to {scene.node}"
+        summary_rows.append(
+            [
+                run.label,
+                *run.quality.as_row().values(),
+                f"{run.seconds:.0f}",
+                (f"{on_node}/{total}", "good" if on_node == total else "bad"),
+                preempted,
+            ]
+        )
+    nodes = _nodes_sorted(list(runs[0].after))
+    per_node_rows: list[list[Cell]] = []
     for node in nodes:
-        row = [node, f"{runs[0].before[node][0] * 100:.0f} %"]
+        row: list[Cell] = [node, f"{runs[0].before[node][0] * 100:.0f} %"]
         for run in runs:
             vms = Counter(run.placements.values())[node]
             row.append(f"{run.after[node][0] * 100:.0f} % ({vms} VMs)")
         per_node_rows.append(row)
-    fact_rows = [[key, value] for key, value in facts.items()]
+    fact_rows: list[list[Cell]] = [[key, value] for key, value in facts.items()]
     document = f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>secondary-scheduler demo report</title>
 <style>
 body {{ font-family: system-ui, sans-serif; margin: 2em; max-width: 1400px; color: #1f2328; }}
 table {{ border-collapse: collapse; margin: 1em 0; }}
-td, th {{ border: 1px solid #d0d7de; padding: 4px 10px; }}
+td, th {{ border: 1px solid #d0d7de; padding: 4px 10px; vertical-align: top; }}
 th {{ background: #f6f8fa; }} td:first-child {{ font-weight: 600; }} img {{ max-width: 100%; }}
-.note {{ color: #57606a; }}
+table.small td {{ font-size: 0.85em; padding: 2px 8px; }}
+.note {{ color: #57606a; }} .good {{ color: #1a7f37; }} .bad {{ color: #cf222e; font-weight: 600; }}
+pre {{ background: #f6f8fa; padding: 8px; font-size: 0.8em; white-space: pre-wrap; }}
+summary {{ cursor: pointer; color: #0969da; margin: 0.5em 0; }}
 </style></head><body>
 <h1>Load-aware scheduling of VMs: our scheduler next to upstream</h1>
 <p class="note">Every number below comes from this run. Each scheduler placed the same VMs, arriving in
@@ -108,12 +265,14 @@ requests-only scheduler cannot see.</p>
 <p class="note">How to read it: TargetLoadPacking (target {target} %) should leave
 <b>no node over the target</b> while cooler nodes have room, and keep nodes out of saturation
 (above 90 %). The requests-only default profile spreads by requests and cannot tell a busy node
-from an idle one.</p>
+from an idle one. The load figures are taken once the fleet is placed, before the preemption scene.</p>
 <h2>CPU utilisation of every node over time</h2>
 <img src="data:image/png;base64,{timeline_plot(runs, target)}" alt="utilisation over time">
 <h2>CPU utilisation at the end, per node</h2>
 <img src="data:image/png;base64,{final_plot(runs, target)}" alt="final utilisation">
 {_table(["node", "starting CPU", *[run.label for run in runs]], per_node_rows)}
+{disks_section(runs)}
+{preemption_section(runs)}
 <h2>About this run</h2>
 {_table(["", ""], fact_rows)}
 </body></html>
