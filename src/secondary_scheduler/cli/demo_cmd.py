@@ -35,10 +35,12 @@ def demo(
     1. A local cluster with uneven node load and Prometheus; deploy/ applied, the seed's
        ConfigMap and the `cluster` CR created, the operator run; our scheduler started
        exactly as the operator's Deployment runs it.
-    2. KubeVirt-style VM launcher pods placed by real load; the events and a per-node
-       load table printed.
-    3. The same VMs on the same starting load with the upstream kube-scheduler's default
-       profile and with upstream Trimaran; an HTML report with plots of all three.
+    2. KubeVirt-style VMs, each with its root disk (a PVC on the WaitForFirstConsumer class
+       `local-wffc`), placed by real load; the events and a per-node load table printed.
+    3. A high-priority VM that fits nowhere arrives and preempts a lower-priority one.
+    4. The same VMs and scene on the same starting load with the upstream kube-scheduler's
+       default profile and with upstream Trimaran; an HTML report with plots, each disk's
+       node and the preemption, for all three.
     """
     from secondary_scheduler.demo.main import DemoError, DemoOptions, run_demo
     from secondary_scheduler.demo.scenario import Scenario
