@@ -50,7 +50,7 @@ bench: binaries
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
 
-# The CLI fuzz test at length: FUZZ_EXAMPLES mutated inputs per target (make test runs 60 of each).
+# The CLI fuzz test at length: FUZZ_EXAMPLES mutated inputs per target (make test runs 120 of each).
 FUZZ_EXAMPLES ?= 1000
 fuzz: setup
 	SECSCHED_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/pytest -p no:cacheprovider -s tests/unit/fuzz

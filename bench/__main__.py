@@ -14,6 +14,12 @@ from bench.machine import REPOSITORY
 from bench.runner import default_command, run
 from bench.sections import SECTIONS
 
+DEFAULT_SIZES = (100, 1000, 5000)
+DEFAULT_PODS = {100: 1000, 1000: 2000, 5000: 3000}
+"""Measured pods per size for the throughput section when --pods is not given (2,000 otherwise)."""
+VOLUME_DEFAULT_SIZES = (1000,)
+"""The volumes section measures here unless --sizes is given (then at every size)."""
+
 
 def _numbers(text: str) -> tuple[int, ...]:
     try:
@@ -42,12 +48,25 @@ def parser() -> argparse.ArgumentParser:
         description="Benchmark our scheduler against the upstream kube-scheduler on a local KWOK "
         "cluster and write the results to docs/benchmarks.md.",
     )
-    p.add_argument("--sizes", type=_numbers, default=(100, 1000, 5000), help="cluster sizes in nodes")
+    p.add_argument(
+        "--sizes",
+        type=_numbers,
+        default=None,
+        help="cluster sizes in nodes (default 100,1000,5000; 1000 when only the volumes section runs); "
+        "the volumes section measures at every size given here, by default at 1000 only",
+    )
     p.add_argument(
         "--pods",
         type=_numbers,
-        default=(1000, 2000, 3000),
-        help="measured pods per size (one value for every size, or one per size)",
+        default=None,
+        help="measured pods per size (one value for every size, or one per size; default 1000, 2000, "
+        "3000 at 100, 1000, 5000 nodes, else 2000)",
+    )
+    p.add_argument(
+        "--volume-pods",
+        type=_numbers,
+        default=(500,),
+        help="PVC-bearing pods per size of the volumes section (one value, or one per size)",
     )
     p.add_argument("--qps", type=float, default=5000.0, help="client QPS of both schedulers")
     p.add_argument("--burst", type=int, default=5000, help="client burst of both schedulers")
@@ -88,10 +107,26 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def _sizes(given: tuple[int, ...] | None, sections: Sequence[str]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(the cluster's sizes, the volumes section's sizes): ``--sizes`` for both if given; else the
+    defaults of the sections that run (throughput and placement 100, 1000, 5000; volumes 1000)."""
+    if given:
+        return given, given
+    sizes: set[int] = set()
+    for name in sections:
+        sizes.update(VOLUME_DEFAULT_SIZES if name == "volumes" else DEFAULT_SIZES)
+    return tuple(sorted(sizes)), VOLUME_DEFAULT_SIZES
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    sizes: tuple[int, ...] = args.sizes
-    pods: tuple[int, ...] = args.pods
+    sizes, volume_sizes = _sizes(args.sizes, args.only)
+    pods: tuple[int, ...] = args.pods or tuple(DEFAULT_PODS.get(size, 2000) for size in sizes)
+    volume_pods: tuple[int, ...] = args.volume_pods
+    if len(volume_pods) == 1:
+        volume_pods = volume_pods * len(volume_sizes)
+    if len(volume_pods) != len(volume_sizes):
+        parser().error(f"--volume-pods has {len(volume_pods)} values for {len(volume_sizes)} sizes")
     if len(pods) == 1:
         pods = pods * len(sizes)
     if len(pods) != len(sizes):
@@ -111,6 +146,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         kube_default=args.kube_default,
         kube_default_pods=args.kube_default_pods,
         workdir=workdir.resolve(),
+        volume_sizes=tuple(size for size, _ in sorted(zip(volume_sizes, volume_pods, strict=True))),
+        volume_pods=tuple(count for _, count in sorted(zip(volume_sizes, volume_pods, strict=True))),
     )
     output = None if args.output == "-" else Path(args.output)
     markdown = run(

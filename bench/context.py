@@ -35,9 +35,16 @@ class BenchOptions:
     stall_timeout: float = 90.0
     """A run gives up when no pod got bound for this long."""
     warmup_pods: int = 20
+    volume_sizes: tuple[int, ...] = ()
+    """Sizes at which the volumes section measures (a subset of ``sizes``)."""
+    volume_pods: tuple[int, ...] = ()
+    """PVC-bearing pods per volume size, aligned with ``volume_sizes``."""
 
     def pods_for(self, nodes: int) -> int:
         return self.pods[self.sizes.index(nodes)]
+
+    def volume_pods_for(self, nodes: int) -> int:
+        return self.volume_pods[self.volume_sizes.index(nodes)]
 
 
 @dataclass

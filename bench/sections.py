@@ -61,7 +61,14 @@ def _placement(options: BenchOptions) -> Section:
     return PlacementSection(options)
 
 
+def _volumes(options: BenchOptions) -> Section:
+    from bench.volumes import VolumesSection
+
+    return VolumesSection(options)
+
+
 SECTIONS: dict[str, Callable[[BenchOptions], Section]] = {
     "throughput": _throughput,
+    "volumes": _volumes,
     "placement": _placement,
 }

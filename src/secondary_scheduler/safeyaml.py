@@ -281,6 +281,13 @@ def describe_error(error: yaml.YAMLError) -> tuple[int | None, str]:
             return line, str(error.problem)
         text = ", ".join(str(part) for part in (error.context, error.problem) if part) or "unreadable"
         return line, f"YAML syntax error: {text}"
+    if isinstance(error, yaml.reader.ReaderError):
+        return None, (
+            f"character #x{error.character:04x} at position {error.position} is not allowed in YAML "
+            "(a control character or a binary file): is this the right file?"
+            if isinstance(error.character, int)
+            else f"not valid YAML text: {error.reason}"
+        )
     return None, f"not valid YAML: {error}"
 
 

@@ -299,5 +299,6 @@ def scheduler(**options: Any) -> None:
             return
         sys.exit(asyncio.run(run(flags)))
     except StartupError as error:
-        click.echo(f"error: {error}", err=True)
+        for line in str(error).splitlines():
+            click.echo(f"error: {line}", err=True)
         sys.exit(1)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -19,13 +20,15 @@ from pydantic import ValidationError
 
 from secondary_scheduler.apivalidation import Problem, check_node, check_object, check_pod
 from secondary_scheduler.cli.errors import InputError as CliInputError
-from secondary_scheduler.cli.errors import read_input
+from secondary_scheduler.cli.errors import read_input, where
 from secondary_scheduler.plugins.trimaran.watchermetrics import WatcherMetrics
 from secondary_scheduler.safeyaml import (
     MAX_MANIFEST_BYTES,
     MAX_SNAPSHOT_BYTES,
+    Document,
     YamlLimitError,
     describe_error,
+    load_document,
     safe_load,
 )
 
@@ -45,7 +48,7 @@ class InputError(CliInputError):
     """A file ``secsched score`` cannot use; the message names the file, the field and the fix."""
 
     def __init__(self, path: str, field: str, problem: str, more: Sequence[str] = ()) -> None:
-        super().__init__(path, problem, field=field or None, more=more)
+        super().__init__(path, problem, line=line_of(path, field), field=field or None, more=more)
 
 
 def _raise_problems(path: str, problems: Sequence[Problem]) -> None:
@@ -53,7 +56,7 @@ def _raise_problems(path: str, problems: Sequence[Problem]) -> None:
     if not problems:
         return
     lines = [
-        f"{path}: {field}: {problem}: {fix}" if field else f"{path}: {problem}: {fix}"
+        f"{where(path, line_of(path, field), field or None)}: {problem}: {fix}"
         for field, problem, fix in problems
     ]
     shown = lines[:MAX_PROBLEMS_SHOWN]
@@ -84,6 +87,12 @@ class ClusterSnapshot:
     """The time the cycle runs at; defaults to the metrics' timestamp (a snapshot is explained as of then)."""
 
 
+_DOCUMENTS: dict[str, Document] = {}
+"""The YAML documents read so far, by path: so problems found later can name their line."""
+KEEP_LINES_BYTES = 8 * 1024 * 1024
+"""Larger documents are not kept as YAML nodes (memory): their problems name no line."""
+
+
 def read_document(path: str, limit: int = MAX_MANIFEST_BYTES, what: str = "file") -> Any:
     """A YAML or JSON file's content (JSON is YAML), read within secondary_scheduler.safeyaml's limits."""
     text = read_input(path, what, limit)
@@ -93,11 +102,52 @@ def read_document(path: str, limit: int = MAX_MANIFEST_BYTES, what: str = "file"
         except orjson.JSONDecodeError:
             pass
     try:
-        return safe_load(text, max_bytes=limit, what=f"the {what}")
+        if len(text) > KEEP_LINES_BYTES:
+            return safe_load(text, max_bytes=limit, what=f"the {what}")
+        document = load_document(text, max_bytes=limit, what=f"the {what}")
     except yaml.YAMLError as error:
         line, problem = describe_error(error)
         fix = "" if isinstance(error, YamlLimitError) else f"give a YAML or JSON {what}"
         raise CliInputError(path, problem, line=line, fix=fix) from error
+    _DOCUMENTS[path] = document
+    return document.data
+
+
+def line_of(path: str, field: str) -> int | None:
+    """The line of `field` (`spec.containers[0].resources`) in the YAML file at `path`, if known.
+
+    Keys may hold dots (`metadata.labels.example.com/tier`), so the field is matched against
+    the document's actual keys, longest first, rather than split blindly.
+    """
+    document = _DOCUMENTS.get(path)
+    if document is None or not field:
+        return None
+    parts: list[str | int] = []
+    data, rest = document.data, field
+    while rest:
+        index = re.match(r"\[(\d+)\]\.?", rest)
+        if index is not None and isinstance(data, list):
+            position = int(index.group(1))
+            if position >= len(data):
+                break
+            parts.append(position)
+            data, rest = data[position], rest[index.end() :]
+            continue
+        if not isinstance(data, dict):
+            break
+        key = next(
+            (
+                candidate
+                for candidate in sorted((k for k in data if isinstance(k, str)), key=len, reverse=True)
+                if rest == candidate or rest.startswith((f"{candidate}.", f"{candidate}["))
+            ),
+            None,
+        )
+        if key is None:
+            break
+        parts.append(key)
+        data, rest = data[key], rest[len(key) :].lstrip(".")
+    return document.line(*parts)
 
 
 def load_pod(path: str) -> Json:
@@ -183,6 +233,8 @@ def _nodes(value: Any, path: str, problems: list[Problem]) -> list[Json]:
 def _check_bound(pod: Json, field: str, node_names: set[str], problems: list[Problem]) -> None:
     spec = pod.get("spec")
     node = spec.get("nodeName") if isinstance(spec, dict) else None
+    if node is not None and not isinstance(node, str):
+        return  # check_pod reports the type
     if not node:
         problems.append(
             (

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy as copy_module
 import difflib
+import math
 import re
 from typing import Any, TypeVar
 
@@ -138,11 +139,12 @@ def _type_fix(kind: str, value: Any) -> str:
 
 
 def _looks_numeric(text: str) -> bool:
+    """A quoted number that, unquoted, would be one ("1e309" would not: it overflows)."""
     try:
-        float(text)
+        number = float(text)
     except ValueError:
         return False
-    return True
+    return math.isfinite(number)
 
 
 def _literal_fix(expected: str, value: Any) -> str:

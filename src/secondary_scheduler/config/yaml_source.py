@@ -15,7 +15,13 @@ from typing import Any
 import yaml
 
 from secondary_scheduler.config.errors import Findings, YamlPath
-from secondary_scheduler.safeyaml import MAX_CONFIG_BYTES, BoundedLoader, YamlLimitError, human_bytes
+from secondary_scheduler.safeyaml import (
+    MAX_CONFIG_BYTES,
+    BoundedLoader,
+    YamlLimitError,
+    describe_error,
+    human_bytes,
+)
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 MAX_CONFIG_VALUES = 50_000
@@ -50,7 +56,11 @@ def parse_yaml(text: str, findings: Findings) -> YamlDocument | None:
             "(the most a ConfigMap holds): is this the right file?",
         )
         return None
-    loader = BoundedLoader(_plain_indentation(text, findings), max_values=MAX_CONFIG_VALUES)
+    try:
+        loader = BoundedLoader(_plain_indentation(text, findings), max_values=MAX_CONFIG_VALUES)
+    except yaml.YAMLError as error:  # the reader refuses control characters before parsing starts
+        findings.error((), describe_error(error)[1])
+        return None
     try:
         root = loader.get_single_node()
         if root is None:

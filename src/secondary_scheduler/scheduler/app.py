@@ -127,7 +127,9 @@ def load_configuration(flags: SchedulerFlags) -> LoadResult:
     try:
         return load_config(text, flags.config)
     except ConfigError as error:
-        raise StartupError(str(error)) from error
+        # One `error:` line per problem (the CLI's contract), as `secsched config validate` prints them.
+        lines = [problem.render(error.source) for problem in error.problems]
+        raise StartupError("\n".join(lines) or str(error)) from error
 
 
 def effective_config(config: SchedulerConfiguration, flags: SchedulerFlags) -> SchedulerConfiguration:

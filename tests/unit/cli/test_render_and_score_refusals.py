@@ -141,3 +141,13 @@ def test_profile_overrides_with_a_note(tmp_path: Path) -> None:
     )
     assert code == 0, output
     assert "the scheduler would not run profile 'load-aware-scheduler' for this pod" in output
+
+
+def test_score_problems_name_their_line_even_under_dotted_keys(tmp_path: Path) -> None:
+    pod = with_(EXAMPLE_POD, "metadata.labels", {"example.com/tier": "a" * 70})
+    code, output = score(tmp_path, pod)
+    assert code == 1
+    assert f"error: {tmp_path / 'pod.yaml'}:" in output
+    line = int(output.split(f"{tmp_path / 'pod.yaml'}:", 1)[1].split(":", 1)[0])
+    text = (tmp_path / "pod.yaml").read_text().splitlines()
+    assert "example.com/tier" in text[line - 1]

@@ -44,8 +44,8 @@ SECONDS_PER_RUN = 20
 """A run slower than this is a hang (an alias bomb expanding, a loop): the test fails."""
 MAX_RSS_GROWTH_MIB = 1024
 
-EXAMPLES_PER_TARGET = int(os.environ.get("SECSCHED_FUZZ_EXAMPLES", "60"))
-"""Examples per test function: 60 in `make test` (about half a minute in all), more in `make fuzz`."""
+EXAMPLES_PER_TARGET = int(os.environ.get("SECSCHED_FUZZ_EXAMPLES", "120"))
+"""Examples per test function: 120 in `make test` (about half a minute in all), more in `make fuzz`."""
 FUZZ = settings(
     max_examples=EXAMPLES_PER_TARGET,
     deadline=None,

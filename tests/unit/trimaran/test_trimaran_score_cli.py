@@ -198,7 +198,7 @@ def test_bad_snapshots_name_the_file_the_field_and_the_fix(
 
 def test_a_bad_pod_file_and_an_unknown_profile(tmp_path: Path) -> None:
     result = invoke(tmp_path, tlp_snapshot(), {"metadata": {"name": "p"}})
-    assert result.exit_code == 1 and "pod.yaml: spec.containers: missing" in result.output
+    assert result.exit_code == 1 and "pod.yaml:1: spec.containers: missing" in result.output
     result = invoke(tmp_path, tlp_snapshot(), pod("p", "1"), "--profile", "nope")
     assert (
         result.exit_code == 1
