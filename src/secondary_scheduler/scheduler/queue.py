@@ -1,9 +1,7 @@
 """The scheduling queue: active, backoff and unschedulable pods, as kube-scheduler keeps them.
 
 - active: a heap ordered by the profile's QueueSort plugin; `pop()` waits on it.
-- backoff: pods that failed, each until its delay (initial * 2^(attempts-1), capped) ends;
-  when nothing is active, a pod some plugin rejected is tried at once (upstream's
-  SchedulerPopFromBackoffQ), while pods that failed with an error wait their delay out.
+- backoff: pods that failed, each until its delay (initial * 2^(attempts-1), capped) ends.
 - unschedulable: pods nothing fits; a cluster event that could help moves them back (the
   caller's ``worth`` predicate applies the plugins' queueing hints to each pod, see
   ``framework.events``), and so does a periodic flush after `unschedulable_timeout`, so
@@ -159,33 +157,14 @@ class SchedulingQueue(Generic[P]):
                 if entry.removed:
                     continue
                 del self._active_by_key[entry.item.pod.key]
-                return self._start(entry.item)
-            early = self._backoff_early()
-            if early is not None:
-                return self._start(early)
+                self.scheduling_cycle += 1
+                entry.item.cycle = self.scheduling_cycle
+                entry.item.attempts += 1
+                self._in_flight[entry.item.pod.key] = entry.item
+                return entry.item
             self._wakeup.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wakeup.wait(), timeout=self._next_wake())
-
-    def _start(self, item: QueuedPod[P]) -> QueuedPod[P]:
-        self.scheduling_cycle += 1
-        item.cycle = self.scheduling_cycle
-        item.attempts += 1
-        self._in_flight[item.pod.key] = item
-        return item
-
-    def _backoff_early(self) -> QueuedPod[P] | None:
-        """With nothing active, the backing-off pod due first, if a plugin rejected it (not an error).
-
-        kube-scheduler 1.34 (SchedulerPopFromBackoffQ, on by default) does not leave an idle
-        scheduler waiting out backoffs; pods that failed with an error still wait theirs.
-        """
-        waiting = [item for item in self._backoff.values() if item.rejectors]
-        if not waiting:
-            return None
-        item = min(waiting, key=lambda candidate: candidate.backoff_until)
-        del self._backoff[item.pod.key]
-        return item
 
     def done(self, key: str) -> None:
         """The pod was scheduled (or is gone): forget it."""

@@ -5,8 +5,6 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-import pytest
-
 from secondary_scheduler.scheduler.queue import QueuedPod, SchedulingQueue
 
 
@@ -108,18 +106,3 @@ async def test_update_of_an_unschedulable_pod_gives_it_another_try() -> None:
     queue.update(FakePod("p", priority=5))
     assert queue.counts()["active"] == 1
     assert (await queue.pop()).pod.priority == 5
-
-
-async def test_an_idle_queue_pops_a_rejected_pod_from_backoff_at_once_but_not_an_errored_one() -> None:
-    clock = Clock()
-    queue = make_queue(clock)
-    queue.add(FakePod("rejected"))
-    queue.add(FakePod("errored"))
-    rejected, errored = await queue.pop(), await queue.pop()
-    queue.move_all_to_active_or_backoff("NodeAdd")  # both were in flight: both go to backoff
-    queue.requeue_failed(rejected, unschedulable=True, rejectors=frozenset({"NodeResourcesFit"}))
-    queue.requeue_failed(errored, unschedulable=False)
-    assert queue.counts() == {"active": 0, "backoff": 2, "unschedulable": 0}
-    assert (await asyncio.wait_for(queue.pop(), 1)).pod.key == "rejected"  # no backoff wait
-    with pytest.raises(TimeoutError):
-        await asyncio.wait_for(queue.pop(), 0.2)  # the errored pod waits out its backoff
