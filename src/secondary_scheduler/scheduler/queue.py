@@ -7,8 +7,10 @@
   ``framework.events``), and so does a periodic flush after `unschedulable_timeout`, so
   that no pod waits forever on a missed event.
 
-A move request that arrives while a pod is being scheduled is remembered (by cycle
-number), so a pod that failed on stale state goes to backoff, not to unschedulable.
+An event that arrives while a pod is being scheduled is remembered with that pod; when the
+pod fails, it goes to backoff rather than unschedulable only if one of those events could
+help it (judged by its new rejectors, as kube-scheduler's in-flight events): it may have
+failed on state that has changed since.
 """
 
 from __future__ import annotations
@@ -44,6 +46,12 @@ class QueuedPod(Generic[P]):
     cycle: int = 0  # the scheduling cycle that last popped it
     rejectors: frozenset[str] = frozenset()
     """The plugins that found it unschedulable last time: only their events can help it."""
+    events_in_flight: list[Callable[[QueuedPod[P]], bool]] = field(default_factory=list)
+    """Events that came while it was being scheduled (their ``worth`` checks), for requeue_failed."""
+
+
+def _always(item: object) -> bool:
+    return True
 
 
 class _HeapEntry(Generic[P]):
@@ -87,7 +95,6 @@ class SchedulingQueue(Generic[P]):
         self._order = itertools.count()
         self._wakeup = asyncio.Event()
         self.scheduling_cycle = 0
-        self.move_request_cycle = -1
 
     # -- sizes (for scheduler_pending_pods) --------------------------------------------
     def counts(self) -> dict[str, int]:
@@ -178,9 +185,11 @@ class SchedulingQueue(Generic[P]):
         if self._in_flight.pop(key, None) is None:
             return  # deleted while we were scheduling it
         item.rejectors = rejectors
+        missed = any(worth(item) for worth in item.events_in_flight)
+        item.events_in_flight = []
         item.timestamp = self.clock()
         item.backoff_until = self.clock() + self.backoff_duration(item.attempts)
-        if unschedulable and self.move_request_cycle < item.cycle:
+        if unschedulable and not missed:
             item.unschedulable_since = self.clock()
             self._unschedulable[key] = item
         else:
@@ -201,7 +210,8 @@ class SchedulingQueue(Generic[P]):
         right now will go to backoff rather than wait, in case it failed on the old state.
         Returns how many pods moved.
         """
-        self.move_request_cycle = self.scheduling_cycle
+        for flying in self._in_flight.values():
+            flying.events_in_flight.append(worth or _always)
         moving = [item for item in self._unschedulable.values() if worth is None or worth(item)]
         for item in moving:
             del self._unschedulable[item.pod.key]

@@ -157,10 +157,15 @@ class Scheduler:
         if waiting is not None:
             waiting.reject("", "removed")
 
-    def _cluster_event(self, event: ClusterEvent, old: Any, new: Any) -> None:
-        """Move back the unschedulable pods that ``event`` may help, by their rejectors' queueing hints."""
+    def _cluster_event(self, event: ClusterEvent, old: Any, new: Any, skip: str = "") -> None:
+        """Move back the unschedulable pods that ``event`` may help, by their rejectors' queueing hints.
+
+        ``skip``: a pod the event is about itself (its own room freed), which it cannot help.
+        """
 
         def worth(item: QueuedPod[PodInfo]) -> bool:
+            if item.pod.key == skip:
+                return False
             framework = self.frameworks.get(item.pod.scheduler_name)
             return framework is None or framework.worth_requeuing(item.pod, item.rejectors, event, old, new)
 
@@ -271,7 +276,7 @@ class Scheduler:
                 self._failed(item, profile, allowed.message, started, allowed.is_rejected, rejectors)
                 # The room the pod held while it waited is free again: pods waiting for room may
                 # fit now. After the requeue, as kube-scheduler defers it (handleBindingCycleError).
-                self._cluster_event(ClusterEvent(POD, ActionType.DELETE), pod, None)
+                self._cluster_event(ClusterEvent(POD, ActionType.DELETE), pod, None, skip=pod.key)
                 return
         # PreBind may wait long (volumes being provisioned): only the Bind call takes a slot.
         status = await framework.pre_bind(state, pod, node)
@@ -289,7 +294,7 @@ class Scheduler:
                 self._cluster_event(ClusterEvent(POD, ActionType.DELETE), pod, None)
             self._failed(item, profile, status.message, started, status.is_rejected, rejectors)
             if status.is_rejected:
-                self._cluster_event(ClusterEvent(POD, ActionType.DELETE), pod, None)
+                self._cluster_event(ClusterEvent(POD, ActionType.DELETE), pod, None, skip=pod.key)
             return
         self.assumed.finish_binding(pod)
         self.queue.done(pod.key)
