@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Protocol, TypeVar
+
+from bench.stats import ratio
 
 TITLE = "# Benchmarks"
 INTRO = """\
@@ -72,3 +75,47 @@ def milliseconds(seconds: float) -> str:
         return "–"
     value = seconds * 1000
     return f"{value:,.0f}" if value >= 100 else f"{value:.1f}"
+
+
+class Measured(Protocol):
+    """What the ours-vs-upstream tables read from a run record."""
+
+    @property
+    def throughput(self) -> float: ...
+
+    @property
+    def p50(self) -> float: ...
+
+    @property
+    def p99(self) -> float: ...
+
+    def cpu_ms_per_pod(self, process: str) -> float: ...
+
+
+_Record = TypeVar("_Record", bound=Measured)
+
+
+def comparison_rows(
+    ours: _Record, theirs: _Record, extra: Callable[[_Record], Sequence[str]]
+) -> list[list[str]]:
+    """Rows "ours", "upstream" and "ours / upstream": pods/s, p50, p99, scheduler CPU/pod, then ``extra``."""
+    rows = [
+        [
+            label,
+            number(record.throughput, 1),
+            milliseconds(record.p50),
+            milliseconds(record.p99),
+            number(record.cpu_ms_per_pod("scheduler"), 2),
+            *extra(record),
+        ]
+        for label, record in (("ours", ours), ("upstream", theirs))
+    ]
+    ratios = [
+        ratio(ours.throughput, theirs.throughput),
+        ratio(ours.p50, theirs.p50),
+        ratio(ours.p99, theirs.p99),
+        ratio(ours.cpu_ms_per_pod("scheduler"), theirs.cpu_ms_per_pod("scheduler")),
+    ]
+    blanks = [""] * len(extra(ours))
+    rows.append(["ours / upstream", *(f"{number(value, 2)}×" for value in ratios), *blanks])
+    return rows

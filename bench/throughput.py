@@ -30,7 +30,7 @@ from pathlib import Path
 
 from bench.context import BenchContext, BenchOptions
 from bench.machine import load_average, process_cpu_seconds
-from bench.report import milliseconds, number, table
+from bench.report import comparison_rows, milliseconds, number, table
 from bench.sections import RunInfo
 from bench.stats import PodClock, Timings, ratio
 from bench.workload import PodWatch, create_pods, delete_all_pods, pod_manifests
@@ -381,28 +381,7 @@ class ThroughputSection:
         theirs = self.best(nodes, UPSTREAM, qps)
         if ours is None or theirs is None:
             return []
-        rows = []
-        for label, record in (("ours", ours), ("upstream", theirs)):
-            rows.append(
-                [
-                    label,
-                    number(record.throughput, 1),
-                    milliseconds(record.p50),
-                    milliseconds(record.p99),
-                    number(record.cpu_ms_per_pod("scheduler"), 2),
-                    f"{record.bound:,}/{record.pods:,}",
-                ]
-            )
-        rows.append(
-            [
-                "ours / upstream",
-                f"{number(ratio(ours.throughput, theirs.throughput), 2)}×",
-                f"{number(ratio(ours.p50, theirs.p50), 2)}×",
-                f"{number(ratio(ours.p99, theirs.p99), 2)}×",
-                f"{number(ratio(ours.cpu_ms_per_pod('scheduler'), theirs.cpu_ms_per_pod('scheduler')), 2)}×",
-                "",
-            ]
-        )
+        rows = comparison_rows(ours, theirs, lambda record: [f"{record.bound:,}/{record.pods:,}"])
         title = [f"### {nodes:,} nodes, {ours.pods:,} pods", ""] if heading else []
         header = [
             "scheduler",

@@ -36,7 +36,7 @@ from dataclasses import asdict, dataclass, field
 from bench import storage
 from bench.context import BenchContext, BenchOptions
 from bench.machine import component_versions, load_average, process_cpu_seconds
-from bench.report import milliseconds, number, table
+from bench.report import comparison_rows, milliseconds, number, table
 from bench.sections import RunInfo
 from bench.stats import PodClock, Timings, percentile, ratio
 from bench.throughput import LABELS, SCHEDULER_NAME, _metrics, bench_config
@@ -756,31 +756,14 @@ class VolumesSection:
         ours, theirs = self.best(nodes, OURS), self.best(nodes, UPSTREAM)
         if ours is None or theirs is None:
             return []
-        rows = []
-        for label, record in (("ours", ours), ("upstream", theirs)):
-            rows.append(
-                [
-                    label,
-                    number(record.throughput, 1),
-                    milliseconds(record.p50),
-                    milliseconds(record.p99),
-                    number(record.cpu_ms_per_pod("scheduler"), 2),
-                    f"{record.bound:,}/{record.pods:,}",
-                    f"{record.claims_bound:,}/{record.pods:,}",
-                    f"{len(record.violations)}",
-                ]
-            )
-        rows.append(
-            [
-                "ours / upstream",
-                f"{number(ratio(ours.throughput, theirs.throughput), 2)}×",
-                f"{number(ratio(ours.p50, theirs.p50), 2)}×",
-                f"{number(ratio(ours.p99, theirs.p99), 2)}×",
-                f"{number(ratio(ours.cpu_ms_per_pod('scheduler'), theirs.cpu_ms_per_pod('scheduler')), 2)}×",
-                "",
-                "",
-                "",
-            ]
+        rows = comparison_rows(
+            ours,
+            theirs,
+            lambda record: [
+                f"{record.bound:,}/{record.pods:,}",
+                f"{record.claims_bound:,}/{record.pods:,}",
+                f"{len(record.violations)}",
+            ],
         )
         header = [
             "scheduler",

@@ -44,3 +44,19 @@ def test_formatting() -> None:
     assert number(float("nan")) == "–"
     assert milliseconds(0.0123) == "12.3"
     assert milliseconds(1.5) == "1,500"
+
+
+class _Run:
+    def __init__(self, throughput: float, p50: float, p99: float, cpu: float) -> None:
+        self.throughput, self.p50, self.p99, self._cpu = throughput, p50, p99, cpu
+
+    def cpu_ms_per_pod(self, process: str) -> float:
+        return self._cpu
+
+
+def test_comparison_rows_put_ours_upstream_and_their_ratios_with_blank_extras() -> None:
+    from bench.report import comparison_rows
+
+    rows = comparison_rows(_Run(20.0, 0.5, 1.0, 2.0), _Run(10.0, 1.0, 2.0, 4.0), lambda run: ["x", "y"])
+    assert rows[0][:1] + rows[0][-2:] == ["ours", "x", "y"]
+    assert rows[2] == ["ours / upstream", "2.00×", "0.50×", "0.50×", "0.50×", "", ""]
