@@ -15,7 +15,6 @@ API server says so instead of waiting in silence.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import random
 import time
@@ -156,8 +155,9 @@ class Reflector:
         finally:
             if watchdog is not None:
                 watchdog.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await watchdog
+                # Wait for it without swallowing a cancellation of this task itself (which a
+                # suppress(CancelledError) around `await watchdog` would, leaving run() looping).
+                await asyncio.wait([watchdog])
         self.resource_version = listing.get("metadata", {}).get("resourceVersion", "")
         self.handler.replace(listing.get("items") or [])
         self.relists += 1
