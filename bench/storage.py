@@ -22,12 +22,11 @@ import math
 import random
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from bench.stats import PodClock, percentile
 from bench.workload import pod_manifests
+from secondary_scheduler.kube.client import JSON
 
-JSON = dict[str, Any]
 STORAGE_CLASS = "local-wffc"
 CLAIM_SIZES = ("1Gi", "1Gi", "2Gi", "5Gi")
 HOSTNAME_KEY = "kubernetes.io/hostname"

@@ -7,12 +7,10 @@ import contextlib
 import random
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from bench.stats import PodClock
-from secondary_scheduler.kube.client import ApiClient, ApiError, ApiUnavailable
+from secondary_scheduler.kube.client import JSON, ApiClient, ApiError, ApiUnavailable
 
-JSON = dict[str, Any]
 CPU_REQUESTS = ("100m", "100m", "200m", "250m", "500m")
 MEMORY_REQUESTS = ("128Mi", "128Mi", "256Mi", "512Mi")
 

@@ -15,11 +15,10 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import Any
 
 import yaml
 
-Json = dict[str, Any]
+from secondary_scheduler.kube.client import JSON
 
 ZONES = ("zone-a", "zone-b", "zone-c")
 NAMESPACES = ("default", "team-a", "team-b")
@@ -58,8 +57,8 @@ class Case:
     """The KubeSchedulerConfiguration both read..."""
     ours_config: str
     """... except where ours needs a switch of its own (``parityMode``)."""
-    snapshot: Json
-    pod: Json
+    snapshot: JSON
+    pod: JSON
     features: set[str] = field(default_factory=set)
     """What the case exercises (for the summary's per-feature counts)."""
 
@@ -297,12 +296,12 @@ class Generator:
         profile = self.profile_for(index)
         features: set[str] = {f"profile:{profile}"}
         nodes = [self._node(rng, i, features) for i in range(rng.randint(2, 8))]
-        pods: list[Json] = []
+        pods: list[JSON] = []
         for i in range(rng.randint(0, 14)):
             pods.append(self._bound_pod(rng, i, rng.choice(nodes)["metadata"]["name"], features))
         objects = self._objects(rng, pods, features)
         pod = self._incoming(rng, features)
-        snapshot: Json = {"nodes": nodes, "pods": pods, "objects": objects, "now": 1_700_000_000}
+        snapshot: JSON = {"nodes": nodes, "pods": pods, "objects": objects, "now": 1_700_000_000}
         if profile in LOAD_AWARE:
             self._metrics(rng, snapshot, features, every_node=profile not in PARITY)
         config = PROFILES[profile]
@@ -311,7 +310,7 @@ class Generator:
 
     # nodes
 
-    def _node(self, rng: random.Random, i: int, features: set[str]) -> Json:
+    def _node(self, rng: random.Random, i: int, features: set[str]) -> JSON:
         name = f"node-{i}"
         labels = {HOSTNAME: name, "kubernetes.io/os": "linux"}
         if rng.random() < 0.85:
@@ -342,14 +341,14 @@ class Generator:
             allocatable["ephemeral-storage"] = f"{rng.choice((1, 10, 90))}Gi"
         if rng.random() < 0.2:
             capacity["hugepages-2Mi"] = allocatable["hugepages-2Mi"] = f"{rng.choice((0, 64, 512))}Mi"
-        spec: Json = {}
+        spec: JSON = {}
         if rng.random() < 0.25:
             spec["taints"] = rng.sample(TAINTS, rng.randint(1, 2))
             features.add("node:taints")
         if rng.random() < 0.05:
             spec["unschedulable"] = True
             features.add("node:unschedulable")
-        status: Json = {"capacity": capacity, "allocatable": allocatable}
+        status: JSON = {"capacity": capacity, "allocatable": allocatable}
         if rng.random() < 0.5:
             status["images"] = [
                 {"names": [image], "sizeBytes": size} for image, size in rng.sample(IMAGES, rng.randint(1, 3))
@@ -365,8 +364,8 @@ class Generator:
 
     # pods
 
-    def _requests(self, rng: random.Random, scale: float = 1.0) -> Json:
-        requests: Json = {}
+    def _requests(self, rng: random.Random, scale: float = 1.0) -> JSON:
+        requests: JSON = {}
         if rng.random() < 0.85:
             requests["cpu"] = f"{int(rng.choice((50, 100, 250, 500, 1000, 1500, 3000)) * scale)}m"
         if rng.random() < 0.85:
@@ -375,17 +374,17 @@ class Generator:
             requests["ephemeral-storage"] = f"{rng.choice((1, 5, 20))}Gi"
         return requests
 
-    def _container(self, rng: random.Random, name: str, features: set[str], scale: float = 1.0) -> Json:
-        container: Json = {"name": name, "image": rng.choice(IMAGES)[0]}
+    def _container(self, rng: random.Random, name: str, features: set[str], scale: float = 1.0) -> JSON:
+        container: JSON = {"name": name, "image": rng.choice(IMAGES)[0]}
         requests = self._requests(rng, scale)
-        limits: Json = {}
+        limits: JSON = {}
         if rng.random() < (0.15 if scale >= 1 else 0.08):
             gpus = str(rng.randint(1, 2))
             requests[GPU] = limits[GPU] = gpus  # extended resources: limits required, equal to requests
             features.add("pod:extended-resource")
         if rng.random() < 0.3 and "cpu" in requests:
             limits["cpu"] = requests["cpu"]
-        resources: Json = {}
+        resources: JSON = {}
         if requests:
             resources["requests"] = requests
         if limits:
@@ -394,7 +393,7 @@ class Generator:
             container["resources"] = resources
         return container
 
-    def _labels(self, rng: random.Random) -> Json:
+    def _labels(self, rng: random.Random) -> JSON:
         labels = {"app": rng.choice(APPS)}
         if rng.random() < 0.6:
             labels["tier"] = rng.choice(("front", "back"))
@@ -402,7 +401,7 @@ class Generator:
             labels["version"] = rng.choice(("v1", "v2"))
         return labels
 
-    def _selector(self, rng: random.Random) -> Json:
+    def _selector(self, rng: random.Random) -> JSON:
         roll = rng.random()
         if roll < 0.5:
             return {"matchLabels": {"app": rng.choice(APPS)}}
@@ -415,8 +414,8 @@ class Generator:
             "matchExpressions": [{"key": "app", "operator": "NotIn", "values": [rng.choice(APPS)]}],
         }
 
-    def _pod_term(self, rng: random.Random, features: set[str]) -> Json:
-        term: Json = {"labelSelector": self._selector(rng), "topologyKey": rng.choice((HOSTNAME, ZONE, ZONE))}
+    def _pod_term(self, rng: random.Random, features: set[str]) -> JSON:
+        term: JSON = {"labelSelector": self._selector(rng), "topologyKey": rng.choice((HOSTNAME, ZONE, ZONE))}
         roll = rng.random()
         if roll < 0.2:
             term["namespaces"] = rng.sample(NAMESPACES, rng.randint(1, 2))
@@ -440,12 +439,12 @@ class Generator:
             features.add("term:matchLabelKeys")
         return term
 
-    def _affinity(self, rng: random.Random, features: set[str], incoming: bool) -> Json:
-        affinity: Json = {}
+    def _affinity(self, rng: random.Random, features: set[str], incoming: bool) -> JSON:
+        affinity: JSON = {}
         for kind in ("podAffinity", "podAntiAffinity"):
             if rng.random() >= (0.3 if incoming else 0.15):
                 continue
-            part: Json = {}
+            part: JSON = {}
             if rng.random() < 0.5:
                 part["requiredDuringSchedulingIgnoredDuringExecution"] = [
                     self._pod_term(rng, features) for _ in range(rng.randint(1, 2))
@@ -461,9 +460,9 @@ class Generator:
                 affinity[kind] = part
         return affinity
 
-    def _host_ports(self, rng: random.Random, container: Json, features: set[str]) -> None:
+    def _host_ports(self, rng: random.Random, container: JSON, features: set[str]) -> None:
         if rng.random() < 0.15:
-            port: Json = {
+            port: JSON = {
                 "containerPort": rng.choice((80, 443, 8080)),
                 "hostPort": rng.choice((80, 443, 8080)),
             }
@@ -474,12 +473,12 @@ class Generator:
             container["ports"] = [port]
             features.add("hostPort")
 
-    def _bound_pod(self, rng: random.Random, i: int, node: str, features: set[str]) -> Json:
+    def _bound_pod(self, rng: random.Random, i: int, node: str, features: set[str]) -> JSON:
         namespace = rng.choice(NAMESPACES)
         labels = self._labels(rng)
         container = self._container(rng, "main", features)
         self._host_ports(rng, container, features)
-        spec: Json = {"nodeName": node, "containers": [container]}
+        spec: JSON = {"nodeName": node, "containers": [container]}
         if rng.random() < 0.15:
             spec["initContainers"] = [self._container(rng, "init", features, scale=2.0)]
             if rng.random() < 0.4:
@@ -488,7 +487,7 @@ class Generator:
         affinity = self._affinity(rng, features, incoming=False)
         if affinity:
             spec["affinity"] = affinity
-        metadata: Json = {
+        metadata: JSON = {
             "name": f"bound-{i}",
             "namespace": namespace,
             "labels": labels,
@@ -517,8 +516,8 @@ class Generator:
             "status": {"phase": "Running"},
         }
 
-    def _objects(self, rng: random.Random, pods: list[Json], features: set[str]) -> list[Json]:
-        objects: list[Json] = [
+    def _objects(self, rng: random.Random, pods: list[JSON], features: set[str]) -> list[JSON]:
+        objects: list[JSON] = [
             {
                 "apiVersion": "v1",
                 "kind": "Namespace",
@@ -586,7 +585,7 @@ class Generator:
 
     # the pod to place
 
-    def _node_requirement(self, rng: random.Random) -> Json:
+    def _node_requirement(self, rng: random.Random) -> JSON:
         roll = rng.random()
         if roll < 0.3:
             return {
@@ -610,8 +609,8 @@ class Generator:
             }
         return {"key": "node-role.kubernetes.io/worker", "operator": "Exists"}
 
-    def _node_term(self, rng: random.Random, features: set[str], preferred: bool) -> Json:
-        term: Json = {}
+    def _node_term(self, rng: random.Random, features: set[str], preferred: bool) -> JSON:
+        term: JSON = {}
         if rng.random() < 0.85:
             term["matchExpressions"] = [self._node_requirement(rng) for _ in range(rng.randint(1, 2))]
         if rng.random() < 0.2 or not term:
@@ -628,11 +627,11 @@ class Generator:
             features.add("pod:matchFields")
         return term
 
-    def _tolerations(self, rng: random.Random, features: set[str]) -> list[Json]:
-        tolerations: list[Json] = []
+    def _tolerations(self, rng: random.Random, features: set[str]) -> list[JSON]:
+        tolerations: list[JSON] = []
         for taint in rng.sample(TAINTS, rng.randint(1, 3)):
             roll = rng.random()
-            toleration: Json = {"key": taint["key"]}
+            toleration: JSON = {"key": taint["key"]}
             if roll < 0.4 and "value" in taint:
                 toleration |= {"operator": "Equal", "value": taint["value"]}
             elif roll < 0.5 and "value" in taint:
@@ -655,9 +654,9 @@ class Generator:
         features.add("pod:tolerations")
         return tolerations
 
-    def _spread(self, rng: random.Random, labels: Json, features: set[str]) -> Json:
+    def _spread(self, rng: random.Random, labels: JSON, features: set[str]) -> JSON:
         when = rng.choice(("DoNotSchedule", "ScheduleAnyway"))
-        constraint: Json = {
+        constraint: JSON = {
             "maxSkew": rng.randint(1, 3),
             "topologyKey": rng.choice((ZONE, ZONE, HOSTNAME)),
             "whenUnsatisfiable": when,
@@ -680,12 +679,12 @@ class Generator:
         features.add(f"spread:{when}")
         return constraint
 
-    def _incoming(self, rng: random.Random, features: set[str]) -> Json:
+    def _incoming(self, rng: random.Random, features: set[str]) -> JSON:
         namespace = rng.choice(NAMESPACES)
         labels = self._labels(rng)
         containers = [self._container(rng, f"c{i}", features, scale=0.5) for i in range(rng.randint(1, 2))]
         self._host_ports(rng, containers[0], features)
-        spec: Json = {"containers": containers, "schedulerName": "conformance"}
+        spec: JSON = {"containers": containers, "schedulerName": "conformance"}
         if rng.random() < 0.2:
             spec["initContainers"] = [self._container(rng, "init", features, scale=1.5)]
             features.add("pod:initContainers")
@@ -703,7 +702,7 @@ class Generator:
                 selector["disk"] = rng.choice(("ssd", "hdd"))
             spec["nodeSelector"] = selector
             features.add("pod:nodeSelector")
-        node_affinity: Json = {}
+        node_affinity: JSON = {}
         if rng.random() < 0.2:
             node_affinity["requiredDuringSchedulingIgnoredDuringExecution"] = {
                 "nodeSelectorTerms": [self._node_term(rng, features, False) for _ in range(rng.randint(1, 2))]
@@ -749,10 +748,10 @@ class Generator:
             "spec": spec,
         }
 
-    def _metrics(self, rng: random.Random, snapshot: Json, features: set[str], every_node: bool) -> None:
+    def _metrics(self, rng: random.Random, snapshot: JSON, features: set[str], every_node: bool) -> None:
         """Load-watcher metrics for every node, or most (a node without any scores the minimum)."""
         end = snapshot["now"] - rng.choice((0, 30, 120))
-        node_metrics: Json = {}
+        node_metrics: JSON = {}
         for node in snapshot["nodes"]:
             if not every_node and rng.random() < 0.15:
                 features.add("metrics:missing-node")

@@ -31,7 +31,7 @@ from secondary_scheduler.cluster import build, versions
 from secondary_scheduler.config import load_config
 from secondary_scheduler.config.model import Profile
 from secondary_scheduler.plugins.trimaran.watchermetrics import WatcherMetrics
-from tests.conformance.cases import Case, Generator, Json
+from tests.conformance.cases import JSON, Case, Generator
 
 CASES = int(os.environ.get("CONFORMANCE_CASES", "300"))
 SEED = int(os.environ.get("CONFORMANCE_SEED", "1234"))
@@ -86,9 +86,9 @@ class Harness:
         self._process = subprocess.Popen(
             [str(HARNESS), "--cases", str(path)], stdout=subprocess.PIPE, stderr=self._stderr, text=True
         )
-        self._answers: dict[str, Json] = {}
+        self._answers: dict[str, JSON] = {}
 
-    def answer(self, index: int) -> Json:
+    def answer(self, index: int) -> JSON:
         key = str(index)
         stdout: IO[str] | None = self._process.stdout
         assert stdout is not None
@@ -138,7 +138,7 @@ def _profile(case: Case) -> Profile:
     return _profiles[case.profile_name]
 
 
-def run_ours(case: Case) -> Json:
+def run_ours(case: Case) -> JSON:
     """``secsched score --output json`` for the case, in this process (``{"error": ...}`` if the
     cycle fails): the scheduler's framework and plugins, with the inputs the CLI would build."""
     snapshot = copy.deepcopy(case.snapshot)
@@ -162,7 +162,7 @@ def run_ours(case: Case) -> Json:
         return {"error": str(error)}
 
 
-def compare(ours: Json, upstream: Json) -> list[str]:
+def compare(ours: JSON, upstream: JSON) -> list[str]:
     """Every difference between the two reports, one line each; tallies agreement per plugin."""
     if "error" in ours or "error" in upstream:
         equal = ("error" in ours) == ("error" in upstream)
@@ -200,11 +200,11 @@ def compare(ours: Json, upstream: Json) -> list[str]:
     return differences
 
 
-def _verdict(node: Json) -> str:
+def _verdict(node: JSON) -> str:
     return "feasible" if node["feasible"] else f"infeasible ({node['reason']!r})"
 
 
-def _save(case: Case, ours: Json, upstream: Json, differences: list[str]) -> str:
+def _save(case: Case, ours: JSON, upstream: JSON, differences: list[str]) -> str:
     """The case's files, both outputs and the difference, and the commands that reproduce it."""
     directory = OUT / f"seed-{SEED}" / f"case-{case.index}"
     directory.mkdir(parents=True, exist_ok=True)
@@ -234,7 +234,7 @@ def test_same_decisions_as_upstream(index: int, harness: Harness) -> None:
     case = GENERATOR.case(index)
     ours = run_ours(case)
     answer = harness.answer(index)
-    upstream: Json = answer["result"] if "result" in answer else {"error": answer.get("error")}
+    upstream: JSON = answer["result"] if "result" in answer else {"error": answer.get("error")}
     differences = compare(ours, upstream)
     TALLY.cases += 1
     TALLY.features.update(case.features)

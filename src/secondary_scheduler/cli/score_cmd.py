@@ -14,10 +14,11 @@ from rich.text import Text
 
 from secondary_scheduler.cli.errors import InputError, read_input
 from secondary_scheduler.cli.plugin_option import plugin_option
-from secondary_scheduler.cli.score_inputs import Json, load_pod, load_snapshot
+from secondary_scheduler.cli.score_inputs import load_pod, load_snapshot
 from secondary_scheduler.cli.score_run import CycleError, NodeReport, ScoreReport, explain
 from secondary_scheduler.config import ConfigError, load_config
 from secondary_scheduler.config.model import Profile
+from secondary_scheduler.kube.client import JSON
 from secondary_scheduler.safeyaml import MAX_CONFIG_BYTES
 
 DEFAULT_SCHEDULER = "default-scheduler"
@@ -109,7 +110,7 @@ def score(config_path: str, profile_name: str | None, snapshot_path: str, pod_pa
 
 
 def _profile(
-    profiles: tuple[Profile, ...], name: str | None, config_path: str, pod: Json, pod_path: str
+    profiles: tuple[Profile, ...], name: str | None, config_path: str, pod: JSON, pod_path: str
 ) -> Profile:
     """--profile if given, else the profile the pod's schedulerName selects (the scheduler's rule)."""
     by_name = {profile.scheduler_name: profile for profile in profiles}

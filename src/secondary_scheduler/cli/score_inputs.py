@@ -21,6 +21,7 @@ from pydantic import ValidationError
 from secondary_scheduler.apivalidation import Problem, check_node, check_object, check_pod
 from secondary_scheduler.cli.errors import InputError as CliInputError
 from secondary_scheduler.cli.errors import read_input, where
+from secondary_scheduler.kube.client import JSON
 from secondary_scheduler.plugins.trimaran.watchermetrics import WatcherMetrics
 from secondary_scheduler.safeyaml import (
     MAX_MANIFEST_BYTES,
@@ -32,7 +33,6 @@ from secondary_scheduler.safeyaml import (
     safe_load,
 )
 
-Json = dict[str, Any]
 SNAPSHOT_KEYS = ("nodes", "pods", "objects", "metrics", "recentlyScheduled", "now")
 MAX_PROBLEMS_SHOWN = 20
 MAX_METRIC_VALUE = 1000.0
@@ -70,19 +70,19 @@ def _raise_problems(path: str, problems: Sequence[Problem]) -> None:
 class RecentPod:
     """A pod placed shortly before the snapshot, with its bind time (Unix seconds)."""
 
-    pod: Json
+    pod: JSON
     node: str
     timestamp: float
 
 
 @dataclass(frozen=True)
 class ClusterSnapshot:
-    nodes: list[Json]
-    pods: list[Json]
+    nodes: list[JSON]
+    pods: list[JSON]
     metrics: WatcherMetrics | None
     recently_scheduled: list[RecentPod]
     now: float
-    objects: list[Json] = dataclasses.field(default_factory=list)
+    objects: list[JSON] = dataclasses.field(default_factory=list)
     """Other v1 objects of any kind (PVs, StorageClasses, PDBs...): what plugins read from informers."""
     """The time the cycle runs at; defaults to the metrics' timestamp (a snapshot is explained as of then)."""
 
@@ -150,7 +150,7 @@ def line_of(path: str, field: str) -> int | None:
     return document.line(*parts)
 
 
-def load_pod(path: str) -> Json:
+def load_pod(path: str) -> JSON:
     """The pod to schedule: a v1 Pod, checked as the API server would check it."""
     document = read_document(path, what="pod")
     if not isinstance(document, dict):
@@ -188,12 +188,12 @@ def load_snapshot(path: str) -> ClusterSnapshot:
     return ClusterSnapshot(nodes, pods, metrics, recent, now, objects)
 
 
-def _has_name(obj: Json) -> bool:
+def _has_name(obj: JSON) -> bool:
     metadata = obj.get("metadata")
     return isinstance(metadata, dict) and isinstance(metadata.get("name"), str) and bool(metadata["name"])
 
 
-def _items(value: Any, path: str, field: str, what: str) -> list[Json]:
+def _items(value: Any, path: str, field: str, what: str) -> list[JSON]:
     if not isinstance(value, list):
         raise InputError(path, field, f"expected a list of {what}")
     for index, item in enumerate(value):
@@ -202,7 +202,7 @@ def _items(value: Any, path: str, field: str, what: str) -> list[Json]:
     return value
 
 
-def _nodes(value: Any, path: str, problems: list[Problem]) -> list[Json]:
+def _nodes(value: Any, path: str, problems: list[Problem]) -> list[JSON]:
     if value is None:
         raise InputError(
             path, "nodes", "missing: list the cluster's v1 Nodes (`kubectl get nodes -o yaml`'s items)"
@@ -230,7 +230,7 @@ def _nodes(value: Any, path: str, problems: list[Problem]) -> list[Json]:
     return nodes
 
 
-def _check_bound(pod: Json, field: str, node_names: set[str], problems: list[Problem]) -> None:
+def _check_bound(pod: JSON, field: str, node_names: set[str], problems: list[Problem]) -> None:
     spec = pod.get("spec")
     node = spec.get("nodeName") if isinstance(spec, dict) else None
     if node is not None and not isinstance(node, str):
@@ -285,7 +285,7 @@ def _number(value: Any, path: str, field: str) -> float:
     return float(value)
 
 
-def _recent(value: Any, path: str, pods: Sequence[Json], node_names: set[str]) -> list[RecentPod]:
+def _recent(value: Any, path: str, pods: Sequence[JSON], node_names: set[str]) -> list[RecentPod]:
     """``recentlyScheduled``: {pod: "NAMESPACE/NAME" of one of ``pods``, or a v1 Pod; timestamp}."""
     by_key = {_key(pod): pod for pod in pods}
     recent = []
@@ -309,6 +309,6 @@ def _recent(value: Any, path: str, pods: Sequence[Json], node_names: set[str]) -
     return recent
 
 
-def _key(pod: Json) -> str:
+def _key(pod: JSON) -> str:
     metadata = pod.get("metadata") or {}
     return f"{metadata.get('namespace') or 'default'}/{metadata.get('name')}"

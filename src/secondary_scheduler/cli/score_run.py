@@ -13,12 +13,13 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from secondary_scheduler.cli.score_inputs import ClusterSnapshot, Json
+from secondary_scheduler.cli.score_inputs import ClusterSnapshot
 from secondary_scheduler.config.model import Profile
 from secondary_scheduler.framework import CycleState, Framework, Handle, NodeTable, PodInfo, ScheduleResult
 from secondary_scheduler.framework.handle import Snapshot
 from secondary_scheduler.framework.interface import Note
 from secondary_scheduler.framework.status import Code
+from secondary_scheduler.kube.client import JSON
 from secondary_scheduler.plugins.registry import default_registry
 
 NOT_EVALUATED = "not evaluated: enough feasible nodes were found first (percentageOfNodesToScore)"
@@ -87,7 +88,7 @@ class ScoreReport:
 
 
 def explain(
-    profile: Profile, snapshot: ClusterSnapshot, pod: Json, percentage_of_nodes_to_score: int | None = None
+    profile: Profile, snapshot: ClusterSnapshot, pod: JSON, percentage_of_nodes_to_score: int | None = None
 ) -> ScoreReport:
     """Schedule ``pod`` into the snapshot with ``profile`` and report every node's scores."""
     recent = [(entry.pod, entry.node, entry.timestamp) for entry in snapshot.recently_scheduled]

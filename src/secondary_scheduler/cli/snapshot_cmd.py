@@ -27,12 +27,11 @@ from secondary_scheduler.framework import Framework, Handle
 from secondary_scheduler.framework.handle import Snapshot
 from secondary_scheduler.framework.informers import Resource
 from secondary_scheduler.kube import kubeconfig as kubeconfig_loader
-from secondary_scheduler.kube.client import ApiClient, ApiError, ApiUnavailable
+from secondary_scheduler.kube.client import JSON, ApiClient, ApiError, ApiUnavailable
 from secondary_scheduler.kube.reflector import failure_hint
 from secondary_scheduler.plugins.registry import default_registry
 from secondary_scheduler.safeyaml import MAX_CONFIG_BYTES
 
-Json = dict[str, Any]
 DEFAULT_CONFIG = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
 BOUND_PODS = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
 """The pods that hold node resources, as the scheduler's own pod informer selects them."""
@@ -170,7 +169,7 @@ async def take_snapshot(
     namespaces: tuple[str, ...],
     *,
     metrics: bool = True,
-) -> Json:
+) -> JSON:
     """Everything `score` reads, listed now (one list per resource, each consistent in itself)."""
     async with ApiClient(
         connection, qps=50, burst=100, max_retry_seconds=10.0, user_agent="secsched-snapshot"
@@ -184,7 +183,7 @@ async def take_snapshot(
             for pod in await _list(api, "/api/v1/pods", "pods", {"fieldSelector": BOUND_PODS})
             if pod.get("spec", {}).get("nodeName") in names and _in(pod, namespaces)
         ]
-        objects: list[Json] = []
+        objects: list[JSON] = []
         for resource in resources:
             listed = await _list(api, resource.path, resource.plural, None)
             for obj in listed:
@@ -192,7 +191,7 @@ async def take_snapshot(
                 obj.setdefault("kind", resource.kind)
                 if not resource.namespaced or _in(obj, namespaces):
                     objects.append(_clean(obj))
-        document: Json = {"now": round(now, 3), "nodes": nodes, "pods": pods}
+        document: JSON = {"now": round(now, 3), "nodes": nodes, "pods": pods}
         if objects:
             document["objects"] = objects
         recent = _recently_scheduled(pods, now)
@@ -205,7 +204,7 @@ async def take_snapshot(
         return document
 
 
-async def _list(api: ApiClient, path: str, what: str, params: dict[str, str] | None) -> list[Json]:
+async def _list(api: ApiClient, path: str, what: str, params: dict[str, str] | None) -> list[JSON]:
     try:
         return list((await api.list_all(path, params))["items"])
     except ApiError as error:
@@ -224,11 +223,11 @@ async def _list(api: ApiClient, path: str, what: str, params: dict[str, str] | N
         ) from error
 
 
-def _in(obj: Json, namespaces: tuple[str, ...]) -> bool:
+def _in(obj: JSON, namespaces: tuple[str, ...]) -> bool:
     return not namespaces or obj.get("metadata", {}).get("namespace") in namespaces
 
 
-def _clean(obj: Json) -> Json:
+def _clean(obj: JSON) -> JSON:
     """Without what only the API server needs (managedFields, last-applied copies): smaller files."""
     metadata = obj.get("metadata") or {}
     for key in _NOISE:
@@ -241,7 +240,7 @@ def _clean(obj: Json) -> Json:
     return obj
 
 
-def _recently_scheduled(pods: list[Json], now: float) -> list[Json]:
+def _recently_scheduled(pods: list[JSON], now: float) -> list[JSON]:
     """Pods bound in the last minute, with their PodScheduled time (what TargetLoadPacking adds on top
     of metrics that do not show them yet)."""
     recent = []
@@ -267,7 +266,7 @@ def _parse_time(text: Any) -> float | None:
         return None
 
 
-async def _metrics(api: ApiClient, config: SchedulerConfiguration) -> Json | None:
+async def _metrics(api: ApiClient, config: SchedulerConfiguration) -> JSON | None:
     """One fetch from the first load-aware plugin's source (the snapshot holds one metrics object)."""
     from secondary_scheduler.plugins.trimaran.collectorset import MetricsCollectors
     from secondary_scheduler.plugins.trimaran.source import MetricSource

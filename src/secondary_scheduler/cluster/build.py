@@ -23,8 +23,8 @@ from collections import deque
 from collections.abc import Iterable
 from pathlib import Path
 
-from . import versions
-from .progress import console, step
+from secondary_scheduler.cluster import versions
+from secondary_scheduler.cluster.progress import console, step
 
 
 class BuildError(RuntimeError):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import yaml
 
-from .pki import Pki
+from secondary_scheduler.cluster.pki import Pki
 
 
 def write_kubeconfig(

@@ -21,12 +21,11 @@ from typing import Any
 
 from aiohttp import web
 
+from secondary_scheduler.cluster.loadmodel import LoadModel
 from secondary_scheduler.kube import kubeconfig
 from secondary_scheduler.kube.client import ApiClient
 from secondary_scheduler.kube.reflector import Reflector
 from secondary_scheduler.kube.store import ObjectStore
-
-from .loadmodel import LoadModel
 
 log = logging.getLogger("loadexporter")
 

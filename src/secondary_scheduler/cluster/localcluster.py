@@ -29,17 +29,19 @@ from typing import Any
 import httpx
 import yaml
 
+from secondary_scheduler.cluster import build, pki, processes, provisioner, versions
+from secondary_scheduler.cluster.kubeconfigs import write_kubeconfig
+from secondary_scheduler.cluster.nodes import NodeShape, create_nodes, is_ready, plan_nodes
+from secondary_scheduler.cluster.processes import ProcessRecord
+from secondary_scheduler.cluster.progress import console, step
 from secondary_scheduler.kube import kubeconfig as kubeconfig_loader
+from secondary_scheduler.kube import manifests
 from secondary_scheduler.kube.client import ApiClient, ApiError, ApiUnavailable
-
-from . import build, pki, processes, provisioner, versions
-from .kubeconfigs import write_kubeconfig
-from .nodes import NodeShape, create_nodes, is_ready, plan_nodes
-from .processes import ProcessRecord
-from .progress import console, step
 
 PROMETHEUS_BINARY = "/usr/bin/prometheus"
 PROVISIONER = "storage-provisioner"
+CRDS = Path(__file__).parent / "crds"
+"""CustomResourceDefinitions installed at start: every *.yaml file of this folder."""
 
 
 class ClusterError(RuntimeError):
@@ -223,6 +225,7 @@ class LocalCluster:
             self._prepare()
             self._start_etcd()
             self._start_apiserver()
+            self._install_crds()
             self._start_controller_manager()
             self._start_provisioner()
             self._start_kwok()
@@ -507,6 +510,19 @@ class LocalCluster:
                     == 200
                 ),
             )
+
+    def _install_crds(self) -> None:
+        """The CRDs of the scheduler-plugins our plugins read (PodGroups, NodeResourceTopologies),
+        as an admin installs them before enabling those plugins; `deploy/crds` ships the same files."""
+        documents = manifests.read_manifests([CRDS])
+        if not documents:
+            return
+        with step(f"installing {len(documents)} CustomResourceDefinitions"):
+            asyncio.run(self._apply(documents))
+
+    async def _apply(self, documents: list[dict[str, Any]]) -> None:
+        async with self.api() as api:
+            await manifests.apply_manifests(api, documents)
 
     def _start_provisioner(self) -> None:
         """Deploy the storage classes and CSIDriver, then run the provisioner that serves them."""

@@ -40,13 +40,12 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from secondary_scheduler.cluster.nodes import MAX_VOLUMES_LABEL, STORAGE_LABEL
 from secondary_scheduler.kube import kubeconfig
 from secondary_scheduler.kube.client import JSON, ApiClient, ApiError, ApiUnavailable
 from secondary_scheduler.kube.quantity import QuantityError, format_bytes, int_value
 from secondary_scheduler.kube.reflector import Reflector
 from secondary_scheduler.kube.store import ObjectStore
-
-from .nodes import MAX_VOLUMES_LABEL, STORAGE_LABEL
 
 log = logging.getLogger("provisioner")
 

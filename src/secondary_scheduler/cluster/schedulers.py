@@ -18,8 +18,8 @@ from types import TracebackType
 import httpx
 import yaml
 
-from . import versions
-from .localcluster import free_port
+from secondary_scheduler.cluster import versions
+from secondary_scheduler.cluster.localcluster import free_port
 
 OURS = "ours"
 UPSTREAM = "upstream"

@@ -22,13 +22,11 @@ from secondary_scheduler.cluster.schedulers import UPSTREAM, SchedulerRun, sched
 from secondary_scheduler.config.errors import ConfigError
 from secondary_scheduler.config.loader import load_config
 from secondary_scheduler.config.model import ExtensionPoint
-from secondary_scheduler.kube.manifests import read_manifests, substitute
-
-from . import operatorflow
-from .run import RunResult, run_workload
-from .scenario import STORAGE_PER_CORE_GI, Scenario
-from .storage import size_node_storage
-from .workload import (
+from secondary_scheduler.demo import operatorflow
+from secondary_scheduler.demo.run import RunResult, run_workload
+from secondary_scheduler.demo.scenario import STORAGE_PER_CORE_GI, Scenario
+from secondary_scheduler.demo.storage import size_node_storage
+from secondary_scheduler.demo.workload import (
     CRITICAL_PRIORITY,
     CRITICAL_PRIORITY_VALUE,
     SECONDARY_SCHEDULER,
@@ -36,6 +34,7 @@ from .workload import (
     Vm,
     web_pod,
 )
+from secondary_scheduler.kube.manifests import read_manifests, substitute
 
 REPO = Path(__file__).resolve().parents[3]
 OURS_LABEL = "ours: secsched + TargetLoadPacking"
@@ -125,7 +124,7 @@ def run_demo(options: DemoOptions) -> Path:
         "upstream Trimaran's config": "deploy/06_configmap.yaml: seed 000's profile in v1",
         "logs": str(output),
     }
-    from .report import write_report  # matplotlib loads only when a report is written
+    from secondary_scheduler.demo.report import write_report  # matplotlib loads only when a report is written
 
     report = write_report(output / "report.html", runs, scenario.target, facts)
     console.print(f"\n[bold]Report:[/bold] {report}")

@@ -17,11 +17,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from secondary_scheduler.demo.storage import Disk, disks
+from secondary_scheduler.demo.workload import Vm
 from secondary_scheduler.kube.client import ApiClient, ApiError, ApiUnavailable
 from secondary_scheduler.kube.quantity import int_value
-
-from .storage import Disk, disks
-from .workload import Vm
 
 DISRUPTION_TARGET = "DisruptionTarget"
 TERMINAL_PHASES = ("Succeeded", "Failed")

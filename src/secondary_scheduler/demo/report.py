@@ -13,8 +13,8 @@ import matplotlib
 matplotlib.use("Agg")  # files only: no display on a server or in CI
 import matplotlib.pyplot as plt
 
-from .preemption import PreemptionResult
-from .run import RunResult
+from secondary_scheduler.demo.preemption import PreemptionResult
+from secondary_scheduler.demo.run import RunResult
 
 COLOURS = ("#1f6feb", "#8c959f", "#d4a72c")
 

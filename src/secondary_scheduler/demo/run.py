@@ -13,15 +13,14 @@ from typing import Any
 import aiohttp
 
 from secondary_scheduler.cluster.localcluster import LocalCluster
+from secondary_scheduler.demo.preemption import PreemptionResult, run_scene
+from secondary_scheduler.demo.quality import Quality, measure
+from secondary_scheduler.demo.storage import Disk, disks, wait_claims_bound
+from secondary_scheduler.demo.workload import Vm, priority_classes
 from secondary_scheduler.httpsession import TRANSPORT_ERRORS
 from secondary_scheduler.kube.client import ApiClient
 from secondary_scheduler.kube.namespaces import ensure_namespace
 from secondary_scheduler.kube.quantity import milli_value
-
-from .preemption import PreemptionResult, run_scene
-from .quality import Quality, measure
-from .storage import Disk, disks, wait_claims_bound
-from .workload import Vm, priority_classes
 
 VM_NAMESPACE = "vms"
 WEB_NAMESPACE = "web"

@@ -9,9 +9,15 @@ from typing import Any
 
 from secondary_scheduler.cluster.localcluster import ClusterOptions
 from secondary_scheduler.cluster.nodes import MAX_VOLUMES_LABEL, STORAGE_LABEL, plan_nodes
+from secondary_scheduler.demo.workload import (
+    CRITICAL_PRIORITY,
+    Vm,
+    VmSize,
+    disk_fleet,
+    memory_heavy,
+    vm_with_disk,
+)
 from secondary_scheduler.kube.quantity import int_value, milli_value
-
-from .workload import CRITICAL_PRIORITY, Vm, VmSize, disk_fleet, memory_heavy, vm_with_disk
 
 STORAGE_PER_CORE_GI = 64
 """Each node's local storage pool per core (a 32-core VM host with 2Ti of local disk): room for

@@ -12,15 +12,16 @@ plugins without EnqueueExtensions; a pod whose rejection named no plugin moves o
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import IntFlag
 from typing import TYPE_CHECKING, Any
 
+from secondary_scheduler.framework.aliases import KubeObject
+
 if TYPE_CHECKING:
     from secondary_scheduler.framework.podinfo import PodInfo
 
-KubeObject = Mapping[str, Any]
 
 POD = "Pod"
 """Assigned pods (bound, or assumed by this scheduler): what other pods' constraints see."""

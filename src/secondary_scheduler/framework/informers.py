@@ -14,13 +14,11 @@ how a plugin's cluster events requeue the pods they might help.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
 
+from secondary_scheduler.framework.aliases import KubeObject
 from secondary_scheduler.kube.store import object_key
-
-KubeObject = Mapping[str, Any]
 
 ADDED = "ADDED"
 MODIFIED = "MODIFIED"

@@ -22,8 +22,7 @@ import aiohttp
 import orjson
 
 from secondary_scheduler.httpsession import TRANSPORT_ERRORS, LazySession
-
-from .kubeconfig import Connection
+from secondary_scheduler.kube.kubeconfig import Connection
 
 log = logging.getLogger(__name__)
 HTTP_LOGGER = "secondary_scheduler.kube.http"

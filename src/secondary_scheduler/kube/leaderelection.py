@@ -18,7 +18,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from .client import ApiClient, ApiError, resource_path
+from secondary_scheduler.kube.client import ApiClient, ApiError, resource_path
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-from .client import JSON, ApiClient, resource_path
+from secondary_scheduler.kube.client import JSON, ApiClient, resource_path
 
 CRD = "CustomResourceDefinition"
 

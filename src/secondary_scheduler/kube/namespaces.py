@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from .client import ApiClient, ApiError
+from secondary_scheduler.kube.client import ApiClient, ApiError
 
 
 async def ensure_namespace(api: ApiClient, name: str, timeout: float = 60.0) -> None:

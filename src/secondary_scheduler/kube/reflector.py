@@ -21,7 +21,7 @@ import time
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from .client import JSON, ApiClient, ApiError, ApiUnavailable
+from secondary_scheduler.kube.client import JSON, ApiClient, ApiError, ApiUnavailable
 
 log = logging.getLogger(__name__)
 

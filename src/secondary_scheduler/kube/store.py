@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .client import JSON
-from .reflector import WatchHandler
+from secondary_scheduler.kube.client import JSON
+from secondary_scheduler.kube.reflector import WatchHandler
 
 
 def object_key(obj: Mapping[str, Any]) -> str:

@@ -13,9 +13,8 @@ import asyncio
 import datetime
 import logging
 from dataclasses import dataclass
-from typing import Any
 
-from secondary_scheduler.kube.client import ApiClient, ApiError, plural_of, resource_path
+from secondary_scheduler.kube.client import JSON, ApiClient, ApiError, plural_of, resource_path
 from secondary_scheduler.operator import certs, loglevel, names
 from secondary_scheduler.operator.events import EventRecorder
 from secondary_scheduler.operator.render import (
@@ -31,7 +30,6 @@ from secondary_scheduler.operator.spec import Instance, SpecError, parse_instanc
 from secondary_scheduler.operator.status import Outcome, status_body
 
 log = logging.getLogger(__name__)
-JSON = dict[str, Any]
 
 
 def _ref_path(ref: ObjectRef) -> str:

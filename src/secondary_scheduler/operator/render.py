@@ -9,15 +9,14 @@ service-ca exist) are inputs, so rendering never talks to a cluster.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
+from secondary_scheduler.kube.client import JSON
 from secondary_scheduler.operator import names
 from secondary_scheduler.operator.certs import ServingCert
 from secondary_scheduler.operator.configcheck import ConfigCheck, check_config
 from secondary_scheduler.operator.rbac import DerivedRbac, derive
 from secondary_scheduler.operator.spec import Instance
 
-JSON = dict[str, Any]
 RBAC_API = "rbac.authorization.k8s.io/v1"
 SERVICE_MONITOR_API = "monitoring.coreos.com/v1"
 DEFAULT_RESOURCES: JSON = {"requests": {"cpu": "15m", "memory": "50Mi"}}

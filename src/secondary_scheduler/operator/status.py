@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import datetime
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from secondary_scheduler import __version__
+from secondary_scheduler.kube.client import JSON
 from secondary_scheduler.operator import names
 from secondary_scheduler.operator.configcheck import ConfigCheck
 
-JSON = dict[str, Any]
 Status = Literal["True", "False", "Unknown"]
 
 

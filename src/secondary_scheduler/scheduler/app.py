@@ -36,12 +36,11 @@ from secondary_scheduler.kube.client import HTTP_LOGGER, ApiClient
 from secondary_scheduler.kube.leaderelection import LeaderElectionConfig, LeaderElector
 from secondary_scheduler.plugins.registry import default_registry
 from secondary_scheduler.safeyaml import MAX_CONFIG_BYTES, YamlLimitError, read_limited
-
-from . import profiling
-from .metrics import SchedulerMetrics
-from .options import SchedulerFlags
-from .scheduler import Scheduler
-from .server import HealthServer, tls_context
+from secondary_scheduler.scheduler import profiling
+from secondary_scheduler.scheduler.metrics import SchedulerMetrics
+from secondary_scheduler.scheduler.options import SchedulerFlags
+from secondary_scheduler.scheduler.scheduler import Scheduler
+from secondary_scheduler.scheduler.server import HealthServer, tls_context
 
 log = logging.getLogger("secsched.scheduler")
 

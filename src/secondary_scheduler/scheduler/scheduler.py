@@ -28,12 +28,16 @@ from secondary_scheduler.framework.waiting import WaitingPod
 from secondary_scheduler.kube.client import ApiClient, ApiError, resource_path
 from secondary_scheduler.kube.reflector import Reflector
 from secondary_scheduler.kube.store import Fanout
-
-from .assumed import AssumedPods
-from .eventhandlers import EventHandlers
-from .events import SCHEDULER_ERROR, UNSCHEDULABLE, EventRecorder, set_unschedulable_condition
-from .metrics import SchedulerMetrics
-from .queue import QueuedPod, SchedulingQueue
+from secondary_scheduler.scheduler.assumed import AssumedPods
+from secondary_scheduler.scheduler.eventhandlers import EventHandlers
+from secondary_scheduler.scheduler.events import (
+    SCHEDULER_ERROR,
+    UNSCHEDULABLE,
+    EventRecorder,
+    set_unschedulable_condition,
+)
+from secondary_scheduler.scheduler.metrics import SchedulerMetrics
+from secondary_scheduler.scheduler.queue import QueuedPod, SchedulingQueue
 
 log = logging.getLogger(__name__)
 

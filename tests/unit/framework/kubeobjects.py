@@ -12,7 +12,7 @@ from secondary_scheduler.config import load_config
 from secondary_scheduler.framework import Framework, Handle, NodeTable, PodInfo, ProfileSpec
 from secondary_scheduler.plugins.registry import in_tree_registry
 
-Json = dict[str, Any]
+JSON = dict[str, Any]
 
 
 def make_node(
@@ -22,12 +22,12 @@ def make_node(
     memory: str | int = "8Gi",
     pods: int = 110,
     labels: Mapping[str, str] | None = None,
-    taints: Sequence[Json] = (),
+    taints: Sequence[JSON] = (),
     unschedulable: bool = False,
-    images: Sequence[Json] = (),
+    images: Sequence[JSON] = (),
     allocatable: Mapping[str, str | int] | None = None,
-) -> Json:
-    spec: Json = {"taints": list(taints)} if taints else {}
+) -> JSON:
+    spec: JSON = {"taints": list(taints)} if taints else {}
     if unschedulable:
         spec["unschedulable"] = True
     return {
@@ -45,10 +45,10 @@ def container(
     *,
     requests: Mapping[str, str | int] | None = None,
     image: str = "registry.k8s.io/pause:3.10",
-    ports: Sequence[Json] = (),
+    ports: Sequence[JSON] = (),
     restart_policy: str | None = None,
-) -> Json:
-    item: Json = {"name": name, "image": image}
+) -> JSON:
+    item: JSON = {"name": name, "image": image}
     if requests is not None:
         item["resources"] = {"requests": dict(requests)}
     if ports:
@@ -65,12 +65,12 @@ def make_pod(
     requests: Mapping[str, str | int] | None = None,
     labels: Mapping[str, str] | None = None,
     node_name: str | None = None,
-    containers: Sequence[Json] | None = None,
+    containers: Sequence[JSON] | None = None,
     **spec_fields: Any,
-) -> Json:
+) -> JSON:
     """A pod with one container requesting ``requests`` (or the given ``containers``); extra
     keyword arguments are camelCase ``spec`` fields (tolerations, affinity, nodeSelector...)."""
-    spec: Json = {
+    spec: JSON = {
         "containers": list(containers) if containers is not None else [container(requests=requests)]
     }
     if node_name:
@@ -115,5 +115,5 @@ def default_framework(handle: Handle | None = None, **fields: Any) -> Framework:
     return Framework(default_profile(**fields), in_tree_registry(), handle or Handle())
 
 
-def table_of(nodes: Sequence[Json], pods: Sequence[Json] = ()) -> NodeTable:
+def table_of(nodes: Sequence[JSON], pods: Sequence[JSON] = ()) -> NodeTable:
     return NodeTable.from_objects(nodes, pods)

@@ -27,7 +27,7 @@ from secondary_scheduler.framework.status import Code
 from secondary_scheduler.plugins.defaultpreemption import DefaultPreemption, DefaultPreemptionArgs
 from secondary_scheduler.plugins.defaultpreemption.plugin import PreemptionNote
 
-Json = dict[str, Any]
+JSON = dict[str, Any]
 OLD = "2020-01-01T00:00:00Z"
 
 
@@ -39,7 +39,7 @@ def running(
     priority: int = 0,
     started: str | None = OLD,
     labels: dict[str, str] | None = None,
-) -> Json:
+) -> JSON:
     """A pod bound to ``node`` and running since ``started`` (None: not started yet)."""
     pod = make_pod(name, node_name=node, requests={"cpu": cpu}, priority=priority, labels=labels)
     pod["status"] = {"phase": "Running", **({"startTime": started} if started else {})}
@@ -50,7 +50,7 @@ def pending(name: str, *, cpu: str = "1", priority: int = 100, **spec: Any) -> P
     return PodInfo.from_pod(make_pod(name, requests={"cpu": cpu}, priority=priority, **spec))
 
 
-def pdb(name: str, app: str, allowed: int, disrupted: Sequence[str] = ()) -> Json:
+def pdb(name: str, app: str, allowed: int, disrupted: Sequence[str] = ()) -> JSON:
     return {
         "apiVersion": "policy/v1",
         "kind": "PodDisruptionBudget",
@@ -65,10 +65,10 @@ class Cluster:
 
     def __init__(
         self,
-        nodes: Sequence[Json],
-        pods: Sequence[Json] = (),
-        budgets: Sequence[Json] = (),
-        args: Json | None = None,
+        nodes: Sequence[JSON],
+        pods: Sequence[JSON] = (),
+        budgets: Sequence[JSON] = (),
+        args: JSON | None = None,
         handle: Handle | None = None,
     ) -> None:
         self.handle = handle or Handle()
@@ -274,7 +274,7 @@ class FixedOffset(random.Random):
         return self.offset
 
 
-def four_nodes_with_one_victim_each() -> tuple[list[Json], list[Json]]:
+def four_nodes_with_one_victim_each() -> tuple[list[JSON], list[JSON]]:
     """Nodes a..d, each full with one pod; d's has the lowest priority (the best choice)."""
     nodes = [make_node(name, cpu="1") for name in "abcd"]
     pods = [
@@ -411,11 +411,11 @@ class FakeClient:
     def __init__(self) -> None:
         self.calls: list[tuple[str, str, Any]] = []
 
-    async def patch(self, path: str, body: Any, *, patch_type: str = "merge", params: Any = None) -> Json:
+    async def patch(self, path: str, body: Any, *, patch_type: str = "merge", params: Any = None) -> JSON:
         self.calls.append(("patch", path, body))
         return {}
 
-    async def delete(self, path: str, params: Any = None) -> Json:
+    async def delete(self, path: str, params: Any = None) -> JSON:
         self.calls.append(("delete", path, None))
         return {}
 
@@ -505,7 +505,7 @@ def test_a_terminating_victim_on_the_nominated_node_stops_another_preemption() -
 # -- the nominator follows the pod watch ---------------------------------------------------------
 
 
-def watched(uid: str, *, nominated: str = "", node: str = "", scheduler: str = "default-scheduler") -> Json:
+def watched(uid: str, *, nominated: str = "", node: str = "", scheduler: str = "default-scheduler") -> JSON:
     pod = make_pod(uid, schedulerName=scheduler)
     pod["metadata"]["uid"] = uid
     if node:

@@ -42,13 +42,13 @@ from secondary_scheduler.plugins.volumebinding.binder import (
 )
 from secondary_scheduler.plugins.volumebinding.volume_binding import VolumeBindingFilterError
 
-Json = dict[str, Any]
+JSON = dict[str, Any]
 WFFC = storage_class("wffc")
 IMMEDIATE = storage_class("fast", mode="Immediate")
 UNRESOLVABLE = " [unresolvable]"
 
 
-def plugin_with(objects: list[Json], args: Json | None = None) -> tuple[VolumeBinding, Handle]:
+def plugin_with(objects: list[JSON], args: JSON | None = None) -> tuple[VolumeBinding, Handle]:
     handle = Handle()
     plugin = VolumeBinding(VolumeBindingArgs.model_validate(args or {}), handle)
     handle.informers.fill(objects)
@@ -105,7 +105,7 @@ def test_a_pod_without_claims_skips_the_plugin() -> None:
     ],
 )
 def test_claims_that_cannot_be_used_fail_the_pod_everywhere(
-    objects: list[Json], volumes: list[Json], message: str
+    objects: list[JSON], volumes: list[JSON], message: str
 ) -> None:
     plugin, _ = plugin_with([WFFC, *objects])
     pod = PodInfo.from_pod(pod_with("web", volumes))
@@ -122,7 +122,7 @@ def test_claims_that_cannot_be_used_fail_the_pod_everywhere(
         claim("data", volume_name="pv-1"),  # pre-bound by name, binding not complete
     ],
 )
-def test_unbound_immediate_claims_are_unresolvable(unbound: Json) -> None:
+def test_unbound_immediate_claims_are_unresolvable(unbound: JSON) -> None:
     plugin, _ = plugin_with([WFFC, IMMEDIATE, unbound])
     _, code, text = pre_filter(plugin, pod_using("data"), three_nodes())
     assert (code, text) == (
@@ -273,7 +273,7 @@ def test_a_pre_bound_volume_whose_affinity_excludes_the_node_leaves_the_claim_to
         ({}, {"hostnames": ["elsewhere"]}),
     ],
 )
-def test_volumes_that_do_not_match_the_claim_are_not_bound(claim_fields: Json, volume_fields: Json) -> None:
+def test_volumes_that_do_not_match_the_claim_are_not_bound(claim_fields: JSON, volume_fields: JSON) -> None:
     objects = [
         storage_class("wffc", provisioner="kubernetes.io/no-provisioner"),
         claim("data", **claim_fields),
@@ -384,7 +384,7 @@ def test_capacity_with_a_label_selector_topology() -> None:
 
 
 @pytest.mark.parametrize("driver", [None, csi_driver("csi.example.com", storage_capacity=False)])
-def test_capacity_is_not_checked_without_a_driver_that_tracks_it(driver: Json | None) -> None:
+def test_capacity_is_not_checked_without_a_driver_that_tracks_it(driver: JSON | None) -> None:
     objects = [WFFC, claim("data", size="5Gi"), *([driver] if driver else [])]
     plugin, _ = plugin_with(objects)
     assert rejections(plugin, pod_using("data"), three_nodes()) == {}
@@ -540,7 +540,7 @@ def test_reserve_and_prebind_of_a_pod_without_claims_succeed() -> None:
 class Binding:
     """A scheduled pod with its volumes reserved on ``node``, a fake API and fast polling."""
 
-    def __init__(self, objects: list[Json], node: str = "node-1", timeout: int = 5) -> None:
+    def __init__(self, objects: list[JSON], node: str = "node-1", timeout: int = 5) -> None:
         self.api = FakeApi()
         self.handle = Handle(client=cast(ApiClient, self.api))
         self.plugin = VolumeBinding(
@@ -558,7 +558,7 @@ class Binding:
         status = await self.plugin.pre_bind(self.state, self.pod, self.node)
         return status.code, status.message
 
-    def watch(self, kind: str, obj: Json) -> None:
+    def watch(self, kind: str, obj: JSON) -> None:
         """What the watch brings: the API server's version of an object."""
         resource = PERSISTENT_VOLUME_CLAIMS if kind == "claim" else PERSISTENT_VOLUMES
         self.handle.informer(resource).event("MODIFIED", obj)

@@ -25,19 +25,19 @@ from secondary_scheduler.plugins.nodevolumelimits.csitranslation import (
     translate_pv_topology,
 )
 
-Json = dict[str, Any]
+JSON = dict[str, Any]
 DRIVER = "local.secsched.io"
 EXCEEDED = [REASON_MAX_VOLUME_COUNT_EXCEEDED]
 
 
-def plugin_with(objects: list[Json]) -> NodeVolumeLimits:
+def plugin_with(objects: list[JSON]) -> NodeVolumeLimits:
     handle = Handle()
     plugin = NodeVolumeLimits(None, handle)
     handle.informers.fill(objects)
     return plugin
 
 
-def bound(name: str, handle: str | None = None, driver: str = DRIVER) -> list[Json]:
+def bound(name: str, handle: str | None = None, driver: str = DRIVER) -> list[JSON]:
     """A claim bound to a CSI volume of ``driver``."""
     return [
         claim(name, volume_name=f"pv-{name}", bound=True),
@@ -45,7 +45,7 @@ def bound(name: str, handle: str | None = None, driver: str = DRIVER) -> list[Js
     ]
 
 
-def on_node(name: str, node: str, *claims: str) -> Json:
+def on_node(name: str, node: str, *claims: str) -> JSON:
     return pod_with(name, [pvc_volume(c) for c in claims], node_name=node)
 
 

@@ -17,21 +17,21 @@ from secondary_scheduler.plugins.volumerestrictions.volume_restrictions import (
     REASON_READ_WRITE_ONCE_POD_CONFLICT,
 )
 
-Json = dict[str, Any]
+JSON = dict[str, Any]
 
 
-def plugin_with(objects: list[Json]) -> VolumeRestrictions:
+def plugin_with(objects: list[JSON]) -> VolumeRestrictions:
     handle = Handle()
     plugin = VolumeRestrictions(None, handle)
     handle.informers.fill(objects)
     return plugin
 
 
-def running(name: str, node: str, volumes: list[Json], namespace: str = "default") -> Json:
+def running(name: str, node: str, volumes: list[JSON], namespace: str = "default") -> JSON:
     return pod_with(name, volumes, node_name=node, namespace=namespace)
 
 
-def disk(kind: str, fields: Json, read_only: bool = False) -> Json:
+def disk(kind: str, fields: JSON, read_only: bool = False) -> JSON:
     return {"name": f"{kind}-vol", kind: {**fields, "readOnly": read_only}}
 
 
@@ -55,7 +55,7 @@ RBD = {"monitors": ["m1", "m2"], "pool": "rbd", "image": "img"}
     ],
 )
 def test_the_same_disk_twice_on_a_node(
-    kind: str, fields: Json, mine_read_only: bool, theirs_read_only: bool, conflict: bool
+    kind: str, fields: JSON, mine_read_only: bool, theirs_read_only: bool, conflict: bool
 ) -> None:
     plugin = plugin_with([])
     existing = running("db", "node-1", [disk(kind, fields, theirs_read_only)])
@@ -75,7 +75,7 @@ def test_the_same_disk_twice_on_a_node(
         {"rbd": {**RBD, "image": "other"}},
     ],
 )
-def test_different_disks_do_not_conflict(other: Json) -> None:
+def test_different_disks_do_not_conflict(other: JSON) -> None:
     plugin = plugin_with([])
     ((kind, fields),) = other.items()
     mine = {"gcePersistentDisk": GCE, "awsElasticBlockStore": EBS, "iscsi": ISCSI, "rbd": RBD}[kind]

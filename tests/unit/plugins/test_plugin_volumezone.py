@@ -23,13 +23,13 @@ from secondary_scheduler.framework.status import Code
 from secondary_scheduler.plugins.volumezone import VolumeZone
 from secondary_scheduler.plugins.volumezone.volume_zone import REASON_CONFLICT
 
-Json = dict[str, Any]
+JSON = dict[str, Any]
 BETA_ZONE = "failure-domain.beta.kubernetes.io/zone"
 BETA_REGION = "failure-domain.beta.kubernetes.io/region"
 CONFLICT = [REASON_CONFLICT + " [unresolvable]"]
 
 
-def plugin_with(objects: list[Json]) -> VolumeZone:
+def plugin_with(objects: list[JSON]) -> VolumeZone:
     handle = Handle()
     plugin = VolumeZone(None, handle)
     handle.informers.fill(objects)
@@ -49,7 +49,7 @@ def table(*node_labels: dict[str, str]) -> NodeTable:
     )
 
 
-def zonal_pv(name: str, labels: dict[str, str]) -> Json:
+def zonal_pv(name: str, labels: dict[str, str]) -> JSON:
     return volume(name, labels=labels, claim_ref={"name": "data", "namespace": "default"}, phase="Bound")
 
 
@@ -125,7 +125,7 @@ def test_a_pod_without_claims_skips() -> None:
     ],
 )
 def test_claims_and_volumes_that_cannot_be_read_fail_the_pod(
-    objects: list[Json], claim_name: str, message: str
+    objects: list[JSON], claim_name: str, message: str
 ) -> None:
     plugin = plugin_with(objects)
     status = plugin.pre_filter(CycleState(), pod_using(claim_name), table({ZONE: "a"}))

@@ -14,7 +14,7 @@ from tests.unit.framework.kubeobjects import make_node, make_pod
 from secondary_scheduler.framework import Handle, NodeTable
 from secondary_scheduler.kube.client import ApiError
 
-Json = dict[str, Any]
+JSON = dict[str, Any]
 HOSTNAME = "kubernetes.io/hostname"
 ZONE = "topology.kubernetes.io/zone"
 REGION = "topology.kubernetes.io/region"
@@ -25,9 +25,9 @@ def storage_class(
     *,
     provisioner: str = "csi.example.com",
     mode: str | None = "WaitForFirstConsumer",
-    allowed_topologies: Sequence[Json] | None = None,
-) -> Json:
-    obj: Json = {
+    allowed_topologies: Sequence[JSON] | None = None,
+) -> JSON:
+    obj: JSON = {
         "apiVersion": "storage.k8s.io/v1",
         "kind": "StorageClass",
         "metadata": {"name": name, "resourceVersion": "1"},
@@ -50,14 +50,14 @@ def claim(
     volume_name: str | None = None,
     bound: bool = False,
     selected_node: str | None = None,
-    selector: Json | None = None,
+    selector: JSON | None = None,
     phase: str | None = None,
     deleting: bool = False,
     owner_uid: str | None = None,
     resource_version: str = "10",
-) -> Json:
+) -> JSON:
     """A PVC; ``bound`` marks it as the PV controller leaves a completed binding."""
-    spec: Json = {"accessModes": list(modes)}
+    spec: JSON = {"accessModes": list(modes)}
     if storage_class_name is not None:
         spec["storageClassName"] = storage_class_name
     if size is not None:
@@ -66,12 +66,12 @@ def claim(
         spec["volumeName"] = volume_name
     if selector is not None:
         spec["selector"] = selector
-    annotations: Json = {}
+    annotations: JSON = {}
     if bound:
         annotations["pv.kubernetes.io/bind-completed"] = "yes"
     if selected_node is not None:
         annotations["volume.kubernetes.io/selected-node"] = selected_node
-    metadata: Json = {
+    metadata: JSON = {
         "name": name,
         "namespace": namespace,
         "uid": f"uid-{name}",
@@ -82,7 +82,7 @@ def claim(
         metadata["deletionTimestamp"] = "2025-01-01T00:00:00Z"
     if owner_uid is not None:
         metadata["ownerReferences"] = [{"kind": "Pod", "name": "p", "uid": owner_uid, "controller": True}]
-    obj: Json = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": metadata, "spec": spec}
+    obj: JSON = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": metadata, "spec": spec}
     obj["status"] = {"phase": phase or ("Bound" if bound else "Pending")}
     return obj
 
@@ -96,15 +96,15 @@ def volume(
     hostnames: Sequence[str] | None = None,
     zones: Sequence[str] | None = None,
     labels: Mapping[str, str] | None = None,
-    claim_ref: Json | None = None,
+    claim_ref: JSON | None = None,
     phase: str = "Available",
     csi: tuple[str, str] | None = None,
-    source: Json | None = None,
+    source: JSON | None = None,
     resource_version: str = "20",
-    node_affinity: Json | None = None,
-) -> Json:
+    node_affinity: JSON | None = None,
+) -> JSON:
     """A PV; ``hostnames``/``zones`` pin it with a required node affinity, ``csi`` = (driver, handle)."""
-    spec: Json = {
+    spec: JSON = {
         "storageClassName": storage_class_name,
         "capacity": {"storage": size},
         "accessModes": list(modes),
@@ -133,8 +133,8 @@ def volume(
     }
 
 
-def claim_ref(name: str, namespace: str = "default", uid: str | None = None) -> Json:
-    ref: Json = {"kind": "PersistentVolumeClaim", "namespace": namespace, "name": name}
+def claim_ref(name: str, namespace: str = "default", uid: str | None = None) -> JSON:
+    ref: JSON = {"kind": "PersistentVolumeClaim", "namespace": namespace, "name": name}
     if uid is not None:
         ref["uid"] = uid
     return ref
@@ -142,10 +142,10 @@ def claim_ref(name: str, namespace: str = "default", uid: str | None = None) -> 
 
 def csi_node(
     name: str, limits: Mapping[str, int | None], annotations: Mapping[str, str] | None = None
-) -> Json:
+) -> JSON:
     drivers = []
     for driver, count in limits.items():
-        item: Json = {"name": driver, "nodeID": name}
+        item: JSON = {"name": driver, "nodeID": name}
         if count is not None:
             item["allocatable"] = {"count": count}
         drivers.append(item)
@@ -157,7 +157,7 @@ def csi_node(
     }
 
 
-def csi_driver(name: str, storage_capacity: bool = True) -> Json:
+def csi_driver(name: str, storage_capacity: bool = True) -> JSON:
     return {
         "apiVersion": "storage.k8s.io/v1",
         "kind": "CSIDriver",
@@ -172,11 +172,11 @@ def capacity(
     *,
     capacity_size: str | None = "10Gi",
     maximum: str | None = None,
-    node_topology: Json | None = None,
+    node_topology: JSON | None = None,
     hostname: str | None = None,
-) -> Json:
+) -> JSON:
     """A CSIStorageCapacity; ``hostname`` is the usual per-node ``matchLabels`` topology."""
-    obj: Json = {
+    obj: JSON = {
         "apiVersion": "storage.k8s.io/v1",
         "kind": "CSIStorageCapacity",
         "metadata": {"name": name, "namespace": "kube-system", "resourceVersion": "1"},
@@ -193,7 +193,7 @@ def capacity(
     return obj
 
 
-def volume_attachment(name: str, node: str, attacher: str, pv: str) -> Json:
+def volume_attachment(name: str, node: str, attacher: str, pv: str) -> JSON:
     return {
         "apiVersion": "storage.k8s.io/v1",
         "kind": "VolumeAttachment",
@@ -202,22 +202,22 @@ def volume_attachment(name: str, node: str, attacher: str, pv: str) -> Json:
     }
 
 
-def pvc_volume(claim_name: str, volume_name: str | None = None) -> Json:
+def pvc_volume(claim_name: str, volume_name: str | None = None) -> JSON:
     return {"name": volume_name or claim_name, "persistentVolumeClaim": {"claimName": claim_name}}
 
 
-def ephemeral_volume(name: str) -> Json:
+def ephemeral_volume(name: str) -> JSON:
     return {
         "name": name,
         "ephemeral": {"volumeClaimTemplate": {"spec": {"accessModes": ["ReadWriteOnce"]}}},
     }
 
 
-def pod_with(name: str, volumes: Sequence[Json], **fields: Any) -> Json:
+def pod_with(name: str, volumes: Sequence[JSON], **fields: Any) -> JSON:
     return make_pod(name, volumes=list(volumes), **fields)
 
 
-def nodes(count: int, zones: Sequence[str] = ()) -> list[Json]:
+def nodes(count: int, zones: Sequence[str] = ()) -> list[JSON]:
     """``node-0``...: each with its hostname label and, if ``zones``, a zone in turn."""
     result = []
     for index in range(count):
@@ -228,7 +228,7 @@ def nodes(count: int, zones: Sequence[str] = ()) -> list[Json]:
     return result
 
 
-def fill(handle: Handle, objects: Sequence[Json]) -> None:
+def fill(handle: Handle, objects: Sequence[JSON]) -> None:
     """The informers the plugins asked for, filled with ``objects`` (as ``secsched score`` does)."""
     handle.informers.fill(objects)
 
@@ -241,11 +241,11 @@ class FakeApi:
     """An API client that records updates and answers them as the API server would (a new resourceVersion)."""
 
     def __init__(self) -> None:
-        self.replaced: list[tuple[str, Json]] = []
+        self.replaced: list[tuple[str, JSON]] = []
         self.fail_with: ApiError | None = None
         self._version = 100
 
-    async def replace(self, path: str, body: Json) -> Json:
+    async def replace(self, path: str, body: JSON) -> JSON:
         if self.fail_with is not None:
             raise self.fail_with
         self.replaced.append((path, body))

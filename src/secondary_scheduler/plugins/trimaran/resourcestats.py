@@ -16,13 +16,13 @@ import numpy as np
 import numpy.typing as npt
 from scipy.special import betainc
 
+from secondary_scheduler.framework.aliases import KubeObject
 from secondary_scheduler.kube.quantity import int_value, milli_value
 from secondary_scheduler.plugins.trimaran.watchermetrics import ResourceDataArrays
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
-KubeObject = Mapping[str, Any]
 """A v1 object (Pod, Node) as the API server returns it, decoded from JSON."""
 
 MEGA_FACTOR = 1.0 / 1024.0 / 1024.0
