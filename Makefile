@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 EXAMPLE_PLUGINS := examples/plugins/secsched-example-plugins
 
-.PHONY: all setup binaries test lint demo bench clean conformance fuzz
+.PHONY: all setup binaries test lint demo bench clean conformance fuzz images
 
 all: test
 
@@ -31,7 +31,13 @@ lint: setup
 	$(BIN)/ruff format --check src tests bench examples
 	$(BIN)/mypy
 
-test: lint binaries
+# The scheduler and operator images as OCI archives in out/images (no container engine needed;
+# root, for mmdebstrap and chroot). The Debian + dependencies base is cached in
+# ~/.cache/secondary-scheduler/images-*, so a rebuild adds only the project layer.
+images: setup
+	$(BIN)/python -m secondary_scheduler.cluster.images $(IMAGES_ARGS)
+
+test: lint binaries images
 	$(BIN)/pytest
 
 # Ours against upstream kube-scheduler's own code on thousands of random cases (`make test`

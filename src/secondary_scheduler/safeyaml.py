@@ -232,18 +232,6 @@ def read_limited(path: str | Path, limit: int, what: str) -> bytes:
     return data
 
 
-def compose(
-    text: str, *, max_bytes: int, what: str = "the document", max_values: int | None = None
-) -> yaml.Node | None:
-    """The single document in `text`, composed within the limits (None when empty)."""
-    check_size(len(text.encode("utf-8", errors="replace")), max_bytes, what)
-    loader = _loader_for(text, max_values)
-    try:
-        return loader.get_single_node()
-    finally:
-        loader.dispose()
-
-
 def safe_load(text: str, *, max_bytes: int, what: str = "the document", max_values: int | None = None) -> Any:
     """`yaml.safe_load` within the limits; raises yaml.YAMLError (YamlLimitError for a limit)."""
     check_size(len(text.encode("utf-8", errors="replace")), max_bytes, what)

@@ -732,12 +732,15 @@ class Generator:
             spec["nodeName"] = f"node-{rng.randint(0, 7)}"
             features.add("pod:nodeName")
         if rng.random() < 0.08:
-            # Pod-level resources (beta, on in 1.34): cpu and memory only; with hugepages they are
-            # issue 12 row 6, a known gap, so none are generated.
+            # Pod-level resources (beta, on in 1.34): cpu, memory and hugepages.
             spec["resources"] = {
                 "requests": {"cpu": "4", "memory": "8Gi"},
                 "limits": {"cpu": "4", "memory": "8Gi"},
             }
+            if rng.random() < 0.5:
+                for part in spec["resources"].values():
+                    part["hugepages-2Mi"] = rng.choice(("64Mi", "256Mi"))
+                features.add("pod:pod-level-hugepages")
             for container in containers:
                 container.pop("resources", None)
             features.add("pod:pod-level-resources")

@@ -178,7 +178,7 @@ def compare(ours: JSON, upstream: JSON) -> list[str]:
         return [f"nodes reported: ours {sorted(ours_nodes)}, upstream {sorted(upstream_nodes)}"]
     for name in sorted(ours_nodes):
         mine, theirs = ours_nodes[name], upstream_nodes[name]
-        same_filter = mine["feasible"] == theirs["feasible"] and mine["reason"] == theirs["reason"]
+        same_filter = mine["feasible"] == theirs["feasible"] and same_reason(mine["reason"], theirs["reason"])
         TALLY.count("Filter (feasible, reason)", same_filter)
         if not same_filter:
             differences.append(f"{name}: ours {_verdict(mine)}; upstream {_verdict(theirs)}")
@@ -198,6 +198,24 @@ def compare(ours: JSON, upstream: JSON) -> list[str]:
         if not same_total:
             differences.append(f"{name}: total: ours {mine['total']}, upstream {theirs['total']}")
     return differences
+
+
+NATIVE_RESOURCES = ("cpu", "memory", "pods", "ephemeral-storage")
+
+
+def same_reason(ours: str, upstream: str) -> bool:
+    """Equal reasons, except for the order of extended resources in Fit's "Insufficient X" list:
+    upstream checks them by ranging over a Go map, so their order changes from run to run."""
+
+    def parts(reason: str) -> tuple[list[str], list[str]]:
+        ordered, extended = [], []
+        for part in reason.split(", "):
+            name = part.removeprefix("Insufficient ")
+            is_extended = part.startswith("Insufficient ") and name not in NATIVE_RESOURCES
+            (extended if is_extended else ordered).append(part)
+        return ordered, sorted(extended)
+
+    return ours == upstream or parts(ours) == parts(upstream)
 
 
 def _verdict(node: JSON) -> str:

@@ -3,7 +3,7 @@
 What it guards (issue 16): the framework knows no plugin; the scheduling loop and
 ``secsched score`` reach plugins only through the registry; the public plugin API
 depends on no plugin; and what the scheduler and the operator run never loads the dev
-tooling (the local cluster, the demo, matplotlib).
+tooling (the local cluster, the demo, matplotlib, httpx).
 
 Every import counts, including those inside functions (they run when the function does),
 except those under ``if TYPE_CHECKING:`` (never executed).
@@ -19,12 +19,13 @@ from pathlib import Path
 import pytest
 
 import secondary_scheduler
+from secondary_scheduler.cli.main import COMMANDS
 
 PACKAGE = "secondary_scheduler"
 ROOT = Path(secondary_scheduler.__file__).resolve().parent
 PLUGINS = f"{PACKAGE}.plugins"
 REGISTRY = f"{PACKAGE}.plugins.registry"
-DEV_TOOLING = ("matplotlib", f"{PACKAGE}.cluster", f"{PACKAGE}.demo")
+DEV_TOOLING = ("matplotlib", "httpx", f"{PACKAGE}.cluster", f"{PACKAGE}.demo")
 
 
 def _module_files() -> dict[str, tuple[Path, bool]]:
@@ -169,16 +170,22 @@ def test_the_runtime_loads_no_dev_tooling(runtime: str) -> None:
     assert [chain(everything, module) for module in loaded] == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 16, deliverable 7: `secsched` registers `cluster` and `demo` at start-up, so "
-    "`secsched scheduler` (the image's entry point) imports secondary_scheduler.cluster; "
-    "remove this mark when the dev tooling moves out",
-)
-def test_the_scheduler_command_loads_no_dev_tooling() -> None:
-    everything = reachable([f"{PACKAGE}.cli.main"])
+@pytest.mark.parametrize("command", ["scheduler", "operator"])
+def test_a_runtime_command_loads_no_dev_tooling(command: str) -> None:
+    """`secsched scheduler` (the image's entry point) and `secsched operator`: the CLI's root
+    loads a sub-command's module only when it runs (cli.main.COMMANDS), so what they load is
+    the root plus their own module."""
+    module = COMMANDS[command].partition(":")[0]
+    assert module in MODULES
+    everything = reachable([f"{PACKAGE}.cli.main", module])
     loaded = [module for module in everything if any(under(module, tool) for tool in DEV_TOOLING)]
     assert [chain(everything, module) for module in loaded] == []
+
+
+def test_the_cli_root_imports_no_command() -> None:
+    """The commands are imported lazily: the root module names them, it does not import them."""
+    commands = {spec.partition(":")[0] for spec in COMMANDS.values()}
+    assert commands & set(reachable([f"{PACKAGE}.cli.main"])) == set()
 
 
 def test_the_graph_is_read() -> None:

@@ -43,11 +43,11 @@ def build_command() -> None:
     Binaries go to a cache outside the repository (override with $SECSCHED_CACHE_DIR);
     a cold build takes 15-30 minutes on 2 cores, a warm one a moment."""
     try:
-        path = build_module.build()
+        build_module.build()
     except build_module.BuildError as error:
         _fail(error)
     for spec in versions.BINARIES:
-        console.print(f"  {spec.name:<24} {path / spec.name}")
+        console.print(f"  {spec.name:<24} {versions.spec_bin_dir(spec) / spec.name}")
 
 
 def _quantity(_: click.Context, param: click.Parameter, value: str | None) -> str | None:

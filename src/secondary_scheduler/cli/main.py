@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 import click
@@ -10,9 +11,40 @@ from secondary_scheduler import __version__
 from secondary_scheduler.cli.errors import ContractGroup
 from secondary_scheduler.scheduler.options import normalise_argv
 
+COMMANDS: dict[str, str] = {
+    "cluster": "secondary_scheduler.cli.cluster_cmd:cluster",
+    "config": "secondary_scheduler.cli.config_cmd:config",
+    "demo": "secondary_scheduler.cli.demo_cmd:demo",
+    "operator": "secondary_scheduler.cli.operator_cmd:operator",
+    "scheduler": "secondary_scheduler.cli.scheduler_cmd:scheduler",
+    "score": "secondary_scheduler.cli.score_cmd:score",
+    "snapshot": "secondary_scheduler.cli.snapshot_cmd:snapshot",
+}
+"""Command name -> ``module:attribute`` of its click command, imported only when it runs.
+
+Lazy, so that `secsched scheduler` (the image's entry point) and `secsched operator` load
+neither the local cluster, the demo nor their dependencies (matplotlib, httpx).
+"""
+
+
+class LazyGroup(ContractGroup):
+    """The root group, importing a sub-command's module only when that command is asked for."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in COMMANDS:
+            return super().get_command(ctx, cmd_name)
+        module, _, attribute = COMMANDS[cmd_name].partition(":")
+        command = getattr(importlib.import_module(module), attribute)
+        if not isinstance(command, click.Command):
+            raise TypeError(f"{COMMANDS[cmd_name]} is not a click command")
+        return command
+
 
 @click.group(
-    cls=ContractGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100}
+    cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100}
 )
 @click.version_option(__version__, prog_name="secsched")
 def cli() -> None:
@@ -22,28 +54,6 @@ def cli() -> None:
     \b
     Start with `secsched cluster up` (a real local cluster), or `make demo` for the tour.
     """
-
-
-def _register() -> None:
-    # Each group lives in its own module; importing them here keeps start-up in one place.
-    from secondary_scheduler.cli import cluster_cmd
-    from secondary_scheduler.cli.config_cmd import config
-    from secondary_scheduler.cli.demo_cmd import demo
-    from secondary_scheduler.cli.operator_cmd import operator
-    from secondary_scheduler.cli.scheduler_cmd import scheduler
-    from secondary_scheduler.cli.score_cmd import score
-    from secondary_scheduler.cli.snapshot_cmd import snapshot
-
-    cli.add_command(cluster_cmd.cluster)
-    cli.add_command(config)
-    cli.add_command(demo)
-    cli.add_command(score)
-    cli.add_command(snapshot)
-    cli.add_command(operator)
-    cli.add_command(scheduler)
-
-
-_register()
 
 
 def main() -> None:

@@ -18,6 +18,9 @@ import click
 from secondary_scheduler import __version__
 from secondary_scheduler.cli.plugin_option import plugin_option
 from secondary_scheduler.scheduler.app import StartupError, configure_logging, run, write_config
+from secondary_scheduler.scheduler.authn import RequestHeaderConfig
+from secondary_scheduler.scheduler.authz import AlwaysAllowPaths
+from secondary_scheduler.scheduler.delegatedauth import DEFAULT_ALWAYS_ALLOW_PATHS, DelegatedAuthOptions
 from secondary_scheduler.scheduler.options import (
     LOGGING_FORMATS,
     UNSUPPORTED_FLAGS,
@@ -58,6 +61,18 @@ def _bool(value: str) -> bool:
     if lowered in ("false", "0", "f"):
         return False
     raise ValueError(f"{value!r} is not a boolean (true or false)")
+
+
+def _string_slice(text: str) -> tuple[str, ...]:
+    """pflag's StringSlice: comma-separated, an empty value is an empty list."""
+    return tuple(text.split(",")) if text else ()
+
+
+def check_always_allow_paths(text: str) -> tuple[str, ...]:
+    """--authorization-always-allow-paths: only a trailing `*` (k8s.io/apiserver's path authorizer)."""
+    paths = _string_slice(text)
+    AlwaysAllowPaths(paths)
+    return paths
 
 
 def _version(ctx: click.Context, _: click.Parameter, value: str | None) -> None:
@@ -163,8 +178,8 @@ def _optional_value(*names: str, **kwargs: Any) -> Callable[[Any], Any]:
 @click.option(
     "--client-ca-file",
     type=click.Path(dir_okay=False),
-    help="Verify client certificates presented to the endpoints against these CAs (a client "
-    "without a certificate is still served).",
+    help="Authenticate client certificates signed by these CAs as their CN (groups: O) "
+    "(default: the kube-system/extension-apiserver-authentication ConfigMap's client-ca-file).",
 )
 @_optional_value("--permit-port-sharing", callback=_checked(_bool), help="Bind with SO_REUSEPORT.")
 @_optional_value("--permit-address-sharing", callback=_checked(_bool), help="Bind with SO_REUSEADDR.")
@@ -238,9 +253,89 @@ def _optional_value(*names: str, **kwargs: Any) -> Callable[[Any], Any]:
     type=click.Choice(["application/json"]),
     help="Content type of API requests: JSON only (protobuf is not spoken).",
 )
-@click.option("--authentication-kubeconfig", help="Accepted for compatibility (reported at start).")
-@click.option("--authorization-kubeconfig", help="Accepted for compatibility (reported at start).")
-@click.option("--authorization-always-allow-paths", default="", help="Accepted for compatibility.")
+@click.option(
+    "--authentication-kubeconfig",
+    help="Kubeconfig allowed to create tokenreviews, to authenticate bearer tokens (default: in-cluster; "
+    "without either every caller is anonymous).",
+)
+@click.option(
+    "--authentication-token-webhook-cache-ttl",
+    default="10s",
+    show_default=True,
+    callback=_checked(parse_go_duration),
+    help="How long TokenReview answers are cached.",
+)
+@_optional_value(
+    "--authentication-skip-lookup",
+    callback=_checked(_bool),
+    help="Do not read the client CA and front-proxy settings from ConfigMap "
+    "kube-system/extension-apiserver-authentication.",
+)
+@click.option(
+    "--authentication-tolerate-lookup-failure",
+    is_flag=False,
+    flag_value="true",
+    default="true",
+    show_default=True,
+    callback=_checked(_bool),
+    help="Start even when that ConfigMap cannot be read (front-proxy authentication then stays off).",
+)
+@click.option(
+    "--authorization-kubeconfig",
+    help="Kubeconfig allowed to create subjectaccessreviews (default: in-cluster; without either only "
+    "system:masters and the always-allow paths are allowed).",
+)
+@click.option(
+    "--authorization-webhook-cache-authorized-ttl",
+    default="10s",
+    show_default=True,
+    callback=_checked(parse_go_duration),
+    help="How long allowed SubjectAccessReview answers are cached.",
+)
+@click.option(
+    "--authorization-webhook-cache-unauthorized-ttl",
+    default="10s",
+    show_default=True,
+    callback=_checked(parse_go_duration),
+    help="How long denied SubjectAccessReview answers are cached.",
+)
+@click.option(
+    "--authorization-always-allow-paths",
+    default=",".join(DEFAULT_ALWAYS_ALLOW_PATHS),
+    show_default=True,
+    callback=_checked(check_always_allow_paths),
+    help="Paths served without authorization (a trailing * allows a prefix; empty: none).",
+)
+@click.option(
+    "--requestheader-client-ca-file",
+    type=click.Path(dir_okay=False),
+    help="CAs of authenticating front proxies, whose headers then name the user "
+    "(default: the extension-apiserver-authentication ConfigMap's).",
+)
+@click.option(
+    "--requestheader-username-headers",
+    default="x-remote-user",
+    show_default=True,
+    help="Headers a front proxy names the user in (comma-separated).",
+)
+@click.option("--requestheader-uid-headers", default="", help="Headers a front proxy names the UID in.")
+@click.option(
+    "--requestheader-group-headers",
+    default="x-remote-group",
+    show_default=True,
+    help="Headers a front proxy names groups in.",
+)
+@click.option(
+    "--requestheader-extra-headers-prefix",
+    default="x-remote-extra-",
+    show_default=True,
+    help="Header prefixes a front proxy passes extra user fields in.",
+)
+@click.option(
+    "--requestheader-allowed-names",
+    default="",
+    help="Front-proxy certificate common names allowed (empty: any the CA signed).",
+)
 @click.option("--feature-gates", help="Accepted for compatibility (reported at start).")
 def scheduler(**options: Any) -> None:
     """Run the load-aware scheduler. It takes kube-scheduler's flags, so it can replace the
@@ -273,11 +368,24 @@ def scheduler(**options: Any) -> None:
             resource_name=options["leader_elect_resource_name"],
             resource_namespace=options["leader_elect_resource_namespace"],
         ),
-        authentication_kubeconfig=options["authentication_kubeconfig"],
-        authorization_kubeconfig=options["authorization_kubeconfig"],
-        authorization_always_allow_paths=[
-            p for p in str(options["authorization_always_allow_paths"]).split(",") if p
-        ],
+        delegated_auth=DelegatedAuthOptions(
+            authentication_kubeconfig=options["authentication_kubeconfig"] or None,
+            authorization_kubeconfig=options["authorization_kubeconfig"] or None,
+            token_cache_ttl=options["authentication_token_webhook_cache_ttl"],
+            authorized_ttl=options["authorization_webhook_cache_authorized_ttl"],
+            unauthorized_ttl=options["authorization_webhook_cache_unauthorized_ttl"],
+            always_allow_paths=options["authorization_always_allow_paths"],
+            skip_lookup=bool(options["authentication_skip_lookup"]),
+            tolerate_lookup_failure=options["authentication_tolerate_lookup_failure"],
+            requestheader_client_ca_file=options["requestheader_client_ca_file"] or None,
+            requestheader=RequestHeaderConfig(
+                username_headers=_string_slice(options["requestheader_username_headers"]),
+                uid_headers=_string_slice(options["requestheader_uid_headers"]),
+                group_headers=_string_slice(options["requestheader_group_headers"]),
+                extra_header_prefixes=_string_slice(options["requestheader_extra_headers_prefix"]),
+                allowed_names=_string_slice(options["requestheader_allowed_names"]),
+            ),
+        ),
         feature_gates=options["feature_gates"],
         write_config_to=options["write_config_to"],
         cert_dir=options["cert_dir"],

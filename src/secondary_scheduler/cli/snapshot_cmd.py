@@ -22,7 +22,6 @@ import yaml
 
 from secondary_scheduler.cli.errors import InputError, read_input
 from secondary_scheduler.config import ConfigError, SchedulerConfiguration, load_config
-from secondary_scheduler.config.trimaran_args import TrimaranArgs
 from secondary_scheduler.framework import Framework, Handle
 from secondary_scheduler.framework.handle import Snapshot
 from secondary_scheduler.framework.informers import Resource
@@ -30,6 +29,7 @@ from secondary_scheduler.kube import kubeconfig as kubeconfig_loader
 from secondary_scheduler.kube.client import JSON, ApiClient, ApiError, ApiUnavailable
 from secondary_scheduler.kube.reflector import failure_hint
 from secondary_scheduler.plugins.registry import default_registry
+from secondary_scheduler.plugins.trimaran.args import TrimaranArgs
 from secondary_scheduler.safeyaml import MAX_CONFIG_BYTES
 
 DEFAULT_CONFIG = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"

@@ -40,6 +40,7 @@ from secondary_scheduler.kube.client import ApiClient, ApiError, ApiUnavailable
 
 PROMETHEUS_BINARY = "/usr/bin/prometheus"
 PROVISIONER = "storage-provisioner"
+TOPOLOGY_EXPORTER = "topology-exporter"
 CRDS = Path(__file__).parent / "crds"
 """CustomResourceDefinitions installed at start: every *.yaml file of this folder."""
 
@@ -228,6 +229,7 @@ class LocalCluster:
             self._install_crds()
             self._start_controller_manager()
             self._start_provisioner()
+            self._start_topology_exporter()
             self._start_kwok()
             if self.options.default_scheduler:
                 self._start_default_scheduler()
@@ -534,6 +536,19 @@ class LocalCluster:
                     sys.executable,
                     "-m",
                     "secondary_scheduler.cluster.provisioner",
+                    f"--kubeconfig={self.kubeconfig}",
+                ],
+            )
+
+    def _start_topology_exporter(self) -> None:
+        """Publish each KWOK node's NUMA zones as a NodeResourceTopology (see `topologyexporter`)."""
+        with step("starting the NUMA topology exporter (NodeResourceTopologies)"):
+            self._launch(
+                TOPOLOGY_EXPORTER,
+                [
+                    sys.executable,
+                    "-m",
+                    "secondary_scheduler.cluster.topologyexporter",
                     f"--kubeconfig={self.kubeconfig}",
                 ],
             )

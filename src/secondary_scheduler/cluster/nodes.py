@@ -14,6 +14,8 @@ STORAGE_LABEL = "secsched.io/storage"
 """A node's local storage pool for `local-wffc` volumes (a quantity; unset: 100Gi)."""
 MAX_VOLUMES_LABEL = "secsched.io/max-volumes"
 """How many `local.secsched.io` volumes the node's CSINode allows (unset: 16)."""
+NUMA_ZONES_LABEL = "secsched.io/numa-zones"
+"""How many NUMA zones the topology exporter publishes for the node (unset: 2)."""
 
 
 @dataclass(frozen=True)
@@ -29,6 +31,8 @@ class NodeShape:
     """Local storage pool (label `secsched.io/storage`); None: the provisioner's default."""
     max_volumes: int | None = None
     """CSINode volume limit (label `secsched.io/max-volumes`); None: the provisioner's default."""
+    numa_zones: int | None = None
+    """NUMA zones (label `secsched.io/numa-zones`); None: the topology exporter's default (2)."""
 
     def capacity(self) -> dict[str, str]:
         return {"cpu": self.cpu, "memory": self.memory, "pods": str(self.pods), "ephemeral-storage": "100Gi"}
@@ -77,6 +81,8 @@ def node_manifest(name: str, shape: NodeShape, zone: str) -> dict[str, Any]:
         labels[STORAGE_LABEL] = shape.storage
     if shape.max_volumes is not None:
         labels[MAX_VOLUMES_LABEL] = str(shape.max_volumes)
+    if shape.numa_zones is not None:
+        labels[NUMA_ZONES_LABEL] = str(shape.numa_zones)
     return manifest
 
 

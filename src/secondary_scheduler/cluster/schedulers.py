@@ -118,13 +118,12 @@ def start_scheduler(
         "--v=2",
         *extra_args,
     ]
-    if kind == UPSTREAM:
-        # Let the readiness probe in without delegated authentication round trips.
-        argv += [
-            f"--authentication-kubeconfig={kubeconfig}",
-            f"--authorization-kubeconfig={kubeconfig}",
-            "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
-        ]
+    # Both delegate authn/authz as kube-scheduler does; /metrics is opened for the tests that read it.
+    argv += [
+        f"--authentication-kubeconfig={kubeconfig}",
+        f"--authorization-kubeconfig={kubeconfig}",
+        "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
+    ]
     return launch(kind, argv, directory / f"{name}.log", port, wait)
 
 

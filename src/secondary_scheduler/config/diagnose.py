@@ -80,6 +80,26 @@ def validate_model(
         return None
 
 
+def error_messages(model: type[BaseModel], error: ValidationError, at: YamlPath = ()) -> list[str]:
+    """Each error of validating a document part (found at ``at``) as ``model``: `path: message`.
+
+    For documents other than a KubeSchedulerConfiguration (a SecondaryScheduler CR): worded as
+    ``validate_model`` words them, but an unknown field is only matched against ``model``.
+    """
+    messages = []
+    for detail in error.errors(include_url=False):
+        loc = tuple(detail["loc"])
+        path = (*at, *loc)
+        if detail["type"] == "extra_forbidden":
+            key = str(loc[-1])
+            suggestion = suggest_field(key, path[:-1], allowed_fields(model, loc[:-1]), elsewhere=False)
+            message = f"unknown field `{key}`: {suggestion.text}"
+        else:
+            message = describe(detail)
+        messages.append(f"{format_path(path)}: {message}")
+    return messages
+
+
 def _without(data: Any, locs: list[tuple[str | int, ...]]) -> Any:
     """A copy of `data` without the keys at `locs`."""
     copy = copy_module.deepcopy(data)

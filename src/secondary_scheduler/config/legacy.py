@@ -12,11 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
-from pydantic import Field, field_validator
+from pydantic import Field
 
 from secondary_scheduler.config.base import ConfigModel
 from secondary_scheduler.config.errors import Findings, YamlPath, format_path
-from secondary_scheduler.config.plugin_args import ResourceSpec, UtilizationShapePoint, check_shape
+from secondary_scheduler.config.scoring import ResourceSpec, Shape
 
 STRATEGY_OF: Final = {
     "NodeResourcesLeastAllocated": "LeastAllocated",
@@ -32,12 +32,7 @@ class LegacyResourcesArgs(ConfigModel):
 
 
 class LegacyRequestedToCapacityRatioArgs(LegacyResourcesArgs):
-    shape: list[UtilizationShapePoint] = Field(default_factory=list)
-
-    @field_validator("shape")
-    @classmethod
-    def _increasing(cls, points: list[UtilizationShapePoint]) -> list[UtilizationShapePoint]:
-        return check_shape(points)
+    shape: Shape = Field(default_factory=list)
 
 
 def args_model(name: str) -> type[LegacyResourcesArgs]:

@@ -39,12 +39,16 @@ class Suggestion:
     """The key belongs deeper than where it is: its parent's indentation was probably lost."""
 
 
-def suggest_field(key: str, parent: YamlPath, allowed: Sequence[str]) -> Suggestion:
+def suggest_field(key: str, parent: YamlPath, allowed: Sequence[str], elsewhere: bool = True) -> Suggestion:
+    """``elsewhere``: also look for ``key`` at other levels of a KubeSchedulerConfiguration (off for
+    other documents, such as a SecondaryScheduler CR)."""
     here = template(parent)
     same_level = [name for name in allowed if name.lower() == key.lower()]
     if same_level:
         return Suggestion(f"did you mean `{same_level[0]}`? Field names are case-sensitive", deeper=False)
     for matches in (lambda name: name == key, lambda name: name.lower() == key.lower()):
+        if not elsewhere:
+            break
         places = [place for name, found in _index().items() if matches(name) for place in found]
         places = [place for place in places if place[:-1] != here]
         if places:

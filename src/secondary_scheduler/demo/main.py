@@ -25,6 +25,7 @@ from secondary_scheduler.config.model import ExtensionPoint
 from secondary_scheduler.demo import operatorflow
 from secondary_scheduler.demo.run import RunResult, run_workload
 from secondary_scheduler.demo.scenario import STORAGE_PER_CORE_GI, Scenario
+from secondary_scheduler.demo.scenes import run_scenes
 from secondary_scheduler.demo.storage import size_node_storage
 from secondary_scheduler.demo.workload import (
     CRITICAL_PRIORITY,
@@ -85,7 +86,7 @@ def run_demo(options: DemoOptions) -> Path:
     runs: list[RunResult] = []
     seed_text, seed_source = seed_config()
 
-    console.rule("1/3  ours, installed by the operator")
+    console.rule("1/4  ours, installed by the operator")
     runs.append(_run_ours(options, vms, preemptor, web, seed_text, output / "ours"))
     _print_ours(runs[0], scenario.target)
 
@@ -94,12 +95,14 @@ def run_demo(options: DemoOptions) -> Path:
         (UPSTREAM_TRIMARAN_LABEL, example_config(), "upstream-trimaran"),
     )
     for number, (label, config, directory) in enumerate(upstream, start=2):
-        console.rule(f"{number}/3  {label}, same VMs, same starting load")
+        console.rule(f"{number}/4  {label}, same VMs, same starting load")
         runs.append(_run_upstream(options, label, config, vms, preemptor, web, output / directory))
 
     _print_comparison(runs)
     _print_disks(runs)
     _print_preemption(runs)
+    console.rule("4/4  HPC and telco: gang scheduling and NUMA-aware placement, each scheduler in turn")
+    scene_problems = run_scenes(output / "scenes", options.keep)
     heavy = scenario.heavy_size()
     facts = {
         "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
@@ -128,7 +131,7 @@ def run_demo(options: DemoOptions) -> Path:
 
     report = write_report(output / "report.html", runs, scenario.target, facts)
     console.print(f"\n[bold]Report:[/bold] {report}")
-    problems = _our_problems(runs[0])
+    problems = [*_our_problems(runs[0]), *scene_problems]
     if problems:
         raise DemoError(f"our scheduler {'; '.join(problems)} (the report says more: {report})")
     return report

@@ -21,6 +21,7 @@ from secondary_scheduler.httpsession import TRANSPORT_ERRORS
 from secondary_scheduler.kube.client import ApiClient
 from secondary_scheduler.kube.namespaces import ensure_namespace
 from secondary_scheduler.kube.quantity import milli_value
+from secondary_scheduler.kube.wait import poll_until
 
 VM_NAMESPACE = "vms"
 WEB_NAMESPACE = "web"
@@ -160,22 +161,32 @@ async def _wait_bound(
     api: ApiClient, vms: int, web: int, progress: Progress, label: str, timeout: float = 180
 ) -> None:
     """Until every VM and web pod is bound; the error says why the first pending ones are not."""
-    deadline = time.monotonic() + timeout
-    while True:
-        pods = {ns: await _pods(api, ns) for ns in (VM_NAMESPACE, WEB_NAMESPACE)}
-        bound = {ns: sum(1 for pod in pods[ns].values() if pod["spec"].get("nodeName")) for ns in pods}
-        if bound[VM_NAMESPACE] >= vms and bound[WEB_NAMESPACE] >= web:
-            progress(f"{label}: all {vms} VMs and {web} web pods bound")
-            return
-        if time.monotonic() > deadline:
-            pending = [pod for ns in pods for pod in pods[ns].values() if not pod["spec"].get("nodeName")]
-            why = "; ".join(f"{pod['metadata']['name']}: {_unscheduled_reason(pod)}" for pod in pending[:3])
-            raise TimeoutError(
-                f"{label}: only {bound[VM_NAMESPACE]}/{vms} VMs and {bound[WEB_NAMESPACE]}/{web} "
-                f"web pods bound after {timeout:.0f}s ({why}); the scheduler's log is in the run's folder"
-            )
-        progress(f"{label}: {bound[VM_NAMESPACE]}/{vms} VMs bound")
-        await asyncio.sleep(1)
+    Pods = dict[str, dict[str, dict[str, Any]]]
+
+    async def read() -> Pods:
+        return {ns: await _pods(api, ns) for ns in (VM_NAMESPACE, WEB_NAMESPACE)}
+
+    def bound(pods: Pods) -> dict[str, int]:
+        return {ns: sum(1 for pod in pods[ns].values() if pod["spec"].get("nodeName")) for ns in pods}
+
+    def timed_out(pods: Pods) -> str:
+        count = bound(pods)
+        pending = [pod for ns in pods for pod in pods[ns].values() if not pod["spec"].get("nodeName")]
+        why = "; ".join(f"{pod['metadata']['name']}: {_unscheduled_reason(pod)}" for pod in pending[:3])
+        return (
+            f"{label}: only {count[VM_NAMESPACE]}/{vms} VMs and {count[WEB_NAMESPACE]}/{web} "
+            f"web pods bound after {timeout:.0f}s ({why}); the scheduler's log is in the run's folder"
+        )
+
+    await poll_until(
+        read,
+        lambda pods: (count := bound(pods))[VM_NAMESPACE] >= vms and count[WEB_NAMESPACE] >= web,
+        timed_out,
+        timeout,
+        interval=1,
+        waiting=lambda pods: progress(f"{label}: {bound(pods)[VM_NAMESPACE]}/{vms} VMs bound"),
+    )
+    progress(f"{label}: all {vms} VMs and {web} web pods bound")
 
 
 def _unscheduled_reason(pod: dict[str, Any]) -> str:

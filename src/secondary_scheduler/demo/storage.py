@@ -8,8 +8,6 @@ CSINodes and CSIStorageCapacities say so: a scheduler started after that sees th
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -25,7 +23,7 @@ from secondary_scheduler.cluster.provisioner import (
 )
 from secondary_scheduler.kube.client import ApiClient
 from secondary_scheduler.kube.quantity import int_value
-from secondary_scheduler.kube.wait import wait_for
+from secondary_scheduler.kube.wait import poll_until, wait_for
 
 
 @dataclass(frozen=True)
@@ -93,24 +91,30 @@ async def wait_claims_bound(
     timeout: float = 180,
 ) -> None:
     """Until every named claim is Bound; the error names the ones that are not, and why."""
-    deadline = time.monotonic() + timeout
-    while True:
-        current = await claims(api, namespace)
-        pending = [
-            name for name in names if (current.get(name) or {}).get("status", {}).get("phase") != "Bound"
-        ]
-        if not pending:
-            progress(f"{label}: all {len(names)} disks Bound")
-            return
-        if time.monotonic() > deadline:
-            shown = ", ".join(f"{name} ({_claim_state(current.get(name))})" for name in pending[:5])
-            raise TimeoutError(
-                f"{label}: {len(pending)} of {len(names)} VM disks not Bound after {timeout:.0f}s: {shown}"
-                f"{' …' if len(pending) > 5 else ''}; see the claims' events and the cluster's "
-                "logs/storage-provisioner.log"
-            )
-        progress(f"{label}: {len(names) - len(pending)}/{len(names)} disks Bound")
-        await asyncio.sleep(1)
+
+    def pending(current: dict[str, dict[str, Any]]) -> list[str]:
+        return [name for name in names if (current.get(name) or {}).get("status", {}).get("phase") != "Bound"]
+
+    def timed_out(current: dict[str, dict[str, Any]]) -> str:
+        left = pending(current)
+        shown = ", ".join(f"{name} ({_claim_state(current.get(name))})" for name in left[:5])
+        return (
+            f"{label}: {len(left)} of {len(names)} VM disks not Bound after {timeout:.0f}s: {shown}"
+            f"{' …' if len(left) > 5 else ''}; see the claims' events and the cluster's "
+            "logs/storage-provisioner.log"
+        )
+
+    await poll_until(
+        lambda: claims(api, namespace),
+        lambda current: not pending(current),
+        timed_out,
+        timeout,
+        interval=1,
+        waiting=lambda current: progress(
+            f"{label}: {len(names) - len(pending(current))}/{len(names)} disks Bound"
+        ),
+    )
+    progress(f"{label}: all {len(names)} disks Bound")
 
 
 def _claim_state(claim: dict[str, Any] | None) -> str:

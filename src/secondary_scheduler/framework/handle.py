@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -47,6 +47,8 @@ PodHook = Callable[["PodInfo", str], None]
 """Called with a pod and its node after the scheduler bound it."""
 EventSink = Callable[["PodInfo", str, str, str, str, str], None]
 """Records an Event on a pod: (pod, scheduler name, type, reason, action, note)."""
+Activator = Callable[[list["PodInfo"]], None]
+"""Moves pods waiting in the scheduling queue (unschedulable or backing off) to the active queue."""
 
 _Service = TypeVar("_Service")
 
@@ -99,6 +101,8 @@ class Handle:
     """Where ``record_event`` sends Events (the scheduler's recorder); None drops them."""
     snapshot: Snapshot | None = None
     """Set when scheduling into a snapshot rather than a live cluster."""
+    activator: Activator | None = None
+    """The scheduler queue's activation (None in memory: there is no queue)."""
     framework: Framework | None = None
     """The profile this view belongs to (None on the shared handle, before a Framework binds it)."""
     shared: _Shared = field(default_factory=_Shared)
@@ -182,6 +186,15 @@ class Handle:
         if self.event_sink is not None:
             reporter = self.framework.scheduler_name if self.framework is not None else ""
             self.event_sink(pod, reporter, event_type, reason, action, note)
+
+    def activate(self, pods: Iterable[PodInfo]) -> None:
+        """Move these pods to the active queue now, if they wait there (kube-scheduler's PodsToActivate).
+
+        An unschedulable or backing-off pod is tried next; a pod being scheduled right now
+        goes to backoff rather than wait for an event when it fails. Others are ignored.
+        """
+        if self.activator is not None:
+            self.activator(list(pods))
 
     def spawn(self, coroutine: Coroutine[Any, Any, None], name: str) -> None:
         """Run API work in the background so the scheduling cycle does not wait for it.

@@ -3,7 +3,7 @@
 Regular containers add up. Init containers run one at a time before them, so they count as
 a maximum; restartable init containers (sidecars, ``restartPolicy: Always``) keep running,
 so they add to the regular containers and to every init container started after them.
-Pod-level ``spec.resources.requests`` (cpu, memory) replace the container sum, and
+Pod-level ``spec.resources.requests`` (cpu, memory and hugepages-*) replace the container sum, and
 ``spec.overhead`` is added on top. Quantities are summed exactly and converted to
 scheduler units (millicores, bytes) only at the end, like Go's resource.Quantity.
 
@@ -36,6 +36,12 @@ _DEFAULTS: ResourceList = {
     MEMORY: Decimal(DEFAULT_MEMORY_REQUEST),
 }
 _POD_LEVEL_RESOURCES = frozenset({CPU, MEMORY})
+HUGEPAGES_PREFIX = "hugepages-"
+
+
+def is_pod_level_resource(name: str) -> bool:
+    """Whether ``spec.resources`` may set this resource (PodLevelResources: cpu, memory, hugepages)."""
+    return name in _POD_LEVEL_RESOURCES or name.startswith(HUGEPAGES_PREFIX)
 
 
 def _resource_list(raw: Mapping[str, Any] | None) -> ResourceList:
@@ -118,15 +124,15 @@ def _aggregate_containers(
 
 def _pod_level_requests(spec: Mapping[str, Any]) -> ResourceList:
     requests = _resource_list((spec.get("resources") or {}).get("requests"))
-    return {name: value for name, value in requests.items() if name in _POD_LEVEL_RESOURCES}
+    return {name: value for name, value in requests.items() if is_pod_level_resource(name)}
 
 
 def _pod_level_set(spec: Mapping[str, Any]) -> bool:
-    """Whether pod-level resources are in use (requests, or limits the API server turns into requests)."""
+    """Whether pod-level resources are in use: a supported resource in requests, or in limits
+    (which the API server turns into requests); unsupported names alone do not count."""
     resources = spec.get("resources") or {}
-    return bool(resources.get("requests")) or any(
-        name in _POD_LEVEL_RESOURCES for name in resources.get("limits") or {}
-    )
+    named = [*(resources.get("requests") or {}), *(resources.get("limits") or {})]
+    return any(is_pod_level_resource(name) for name in named)
 
 
 def _requests(

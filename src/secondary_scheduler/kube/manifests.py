@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -11,6 +9,7 @@ from typing import Any
 import yaml
 
 from secondary_scheduler.kube.client import JSON, ApiClient, resource_path
+from secondary_scheduler.kube.wait import poll_until
 
 CRD = "CustomResourceDefinition"
 
@@ -28,15 +27,18 @@ def read_manifests(paths: Iterable[Path]) -> list[JSON]:
 async def wait_established(api: ApiClient, name: str, timeout: float = 30.0) -> None:
     """A CRD serves its resources only once Established; creating a CR before that fails."""
     path = resource_path("apiextensions.k8s.io/v1", "customresourcedefinitions", name=name)
-    deadline = time.monotonic() + timeout
-    while True:
-        crd = await api.get(path)
-        conditions = (crd.get("status") or {}).get("conditions") or []
-        if any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions):
-            return
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"CustomResourceDefinition {name} not Established after {timeout:.0f}s")
-        await asyncio.sleep(0.2)
+
+    async def established() -> bool:
+        conditions = ((await api.get(path)).get("status") or {}).get("conditions") or []
+        return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
+
+    await poll_until(
+        established,
+        bool,
+        lambda _: f"CustomResourceDefinition {name} not Established after {timeout:.0f}s",
+        timeout,
+        interval=0.2,
+    )
 
 
 async def apply_manifests(

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
-import time
-
 from secondary_scheduler.kube.client import ApiClient, ApiError
+from secondary_scheduler.kube.wait import wait_for
 
 
 async def ensure_namespace(api: ApiClient, name: str, timeout: float = 60.0) -> None:
@@ -17,12 +15,14 @@ async def ensure_namespace(api: ApiClient, name: str, timeout: float = 60.0) -> 
     except ApiError as error:
         if not error.conflict:
             raise
-    deadline = time.monotonic() + timeout
-    while True:
+
+    async def has_default_account() -> bool:
         try:
             await api.get(f"/api/v1/namespaces/{name}/serviceaccounts/default")
-            return
         except ApiError as error:
-            if not error.not_found or time.monotonic() > deadline:
+            if not error.not_found:
                 raise
-        await asyncio.sleep(0.2)
+            return False
+        return True
+
+    await wait_for(has_default_account, f"ServiceAccount {name}/default", timeout, interval=0.2)

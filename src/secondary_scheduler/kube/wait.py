@@ -10,6 +10,31 @@ from typing import TypeVar
 T = TypeVar("T")
 
 
+async def poll_until(
+    read: Callable[[], Awaitable[T]],
+    done: Callable[[T], bool],
+    timed_out: Callable[[T], str],
+    timeout: float = 60.0,
+    interval: float = 0.25,
+    waiting: Callable[[T], None] | None = None,
+) -> T:
+    """``read()`` every ``interval`` seconds until ``done`` says its value is the one wanted; return it.
+
+    After ``timeout`` seconds, TimeoutError with ``timed_out(last value)``, which should say
+    what is still missing. ``waiting`` sees each value that is not yet done (progress lines).
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        value = await read()
+        if done(value):
+            return value
+        if time.monotonic() > deadline:
+            raise TimeoutError(timed_out(value))
+        if waiting is not None:
+            waiting(value)
+        await asyncio.sleep(interval)
+
+
 async def wait_for(
     probe: Callable[[], Awaitable[T | None]],
     what: str,
@@ -17,12 +42,12 @@ async def wait_for(
     interval: float = 0.25,
 ) -> T:
     """Call `probe` until it returns something truthy; raise TimeoutError naming `what`."""
-    deadline = time.monotonic() + timeout
-    last: T | None = None
-    while True:
-        last = await probe()
-        if last:
-            return last
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})")
-        await asyncio.sleep(interval)
+    found = await poll_until(
+        probe,
+        bool,
+        lambda last: f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})",
+        timeout,
+        interval,
+    )
+    assert found is not None  # done() said it is truthy
+    return found

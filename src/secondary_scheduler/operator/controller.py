@@ -133,7 +133,9 @@ class Controller:
                 backoff = 1.0
 
 
-def build_registry(controller: Controller, connection: Connection, namespace: str) -> kopf.OperatorRegistry:
+def build_kopf_registry(
+    controller: Controller, connection: Connection, namespace: str
+) -> kopf.OperatorRegistry:
     """The handlers, in a registry of their own (so several operators can live in one process)."""
     registry = kopf.OperatorRegistry()
     reconciler = controller.reconciler
@@ -164,7 +166,7 @@ def build_registry(controller: Controller, connection: Connection, namespace: st
         if type == "DELETED" or uid in warned:
             return
         warned.add(uid)
-        await reconciler.events.emit(
+        await reconciler.post_event(
             dict(meta),
             "Warning",
             "Ignored",
@@ -242,7 +244,7 @@ async def run(
     connection = kubeconfig.load(options.kubeconfig, options.context)
     async with ApiClient(connection, user_agent="secsched-operator") as api:
         controller = Controller(Reconciler(api, options.namespace), options.resync_seconds)
-        registry = build_registry(controller, connection, options.namespace)
+        registry = build_kopf_registry(controller, connection, options.namespace)
         loop_task = asyncio.create_task(controller.run(), name="secsched-operator-reconcile")
         readiness = (
             await serve_readiness(controller, options.readiness_endpoint)

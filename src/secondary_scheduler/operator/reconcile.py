@@ -15,8 +15,8 @@ import logging
 from dataclasses import dataclass
 
 from secondary_scheduler.kube.client import JSON, ApiClient, ApiError, plural_of, resource_path
+from secondary_scheduler.kube.events import EventRecorder, ObjectReference
 from secondary_scheduler.operator import certs, loglevel, names
-from secondary_scheduler.operator.events import EventRecorder
 from secondary_scheduler.operator.render import (
     SERVICE_MONITOR_API,
     ClusterFacts,
@@ -30,6 +30,9 @@ from secondary_scheduler.operator.spec import Instance, SpecError, parse_instanc
 from secondary_scheduler.operator.status import Outcome, status_body
 
 log = logging.getLogger(__name__)
+
+REPEAT_EVENTS_AFTER = 600.0
+"""Seconds an identical event on the CR is not posted again (a periodic resync repeats them)."""
 
 
 def _ref_path(ref: ObjectRef) -> str:
@@ -64,7 +67,9 @@ class Reconciler:
         self.api = api
         self.namespace = namespace
         self.instance_name = instance_name
-        self.events = events or EventRecorder(api)
+        self.events = events or EventRecorder(
+            api, api_version="v1", repeat_after=REPEAT_EVENTS_AFTER, log_events=True
+        )
         self.lock = asyncio.Lock()
         self.scheduler_config: str | None = None
         """The ConfigMap the CR named last time, so the controller knows which ConfigMap matters."""
@@ -110,7 +115,7 @@ class Reconciler:
         except ApiError as error:
             return Outcome(self.namespace, instance.generation, state, apply_error=str(error))
         reason, message = ("Removed", _REMOVED) if state == "Removed" else ("Unmanaged", _UNMANAGED)
-        await self.events.emit(body["metadata"], "Normal", reason, message)
+        await self.post_event(body["metadata"], "Normal", reason, message)
         return Outcome(self.namespace, instance.generation, state, deployment=deployment)
 
     async def _manage(self, body: JSON, instance: Instance) -> Outcome:
@@ -165,31 +170,31 @@ class Reconciler:
         """Events for what changed or needs a person; the recorder drops recent repeats."""
         config = desired.config
         if config.blocks_rollout:
-            await self.events.emit(meta, "Warning", config.reason, config.held_message(before is not None))
+            await self.post_event(meta, "Warning", config.reason, config.held_message(before is not None))
         elif config.state == "unverified":
-            await self.events.emit(meta, "Warning", config.reason, config.message)
+            await self.post_event(meta, "Warning", config.reason, config.message)
         elif config.notes:
             listing = "\n".join(config.notes)
-            await self.events.emit(
+            await self.post_event(
                 meta, "Warning", "ConfigWarnings", f"{config.message}, with warnings:\n{listing}"
             )
         for note in desired.notes:
-            await self.events.emit(meta, "Warning", "ManualRBACNeeded", note)
+            await self.post_event(meta, "Warning", "ManualRBACNeeded", note)
         if after is None or desired.deployment is None:
             return
         if before is None:
             replicas = after["spec"]["replicas"]
             image = after["spec"]["template"]["spec"]["containers"][0]["image"]
             message = f"created Deployment {names.OPERAND} ({replicas} x {image})"
-            await self.events.emit(meta, "Normal", "DeploymentCreated", message)
+            await self.post_event(meta, "Normal", "DeploymentCreated", message)
             return
         changes = _rollout_causes(before, desired.deployment)
         if changes:
-            await self.events.emit(
+            await self.post_event(
                 meta, "Normal", "RollingOut", "rolling out the scheduler: " + "; ".join(changes)
             )
         elif int(after["metadata"].get("generation") or 0) > int(before["metadata"].get("generation") or 0):
-            await self.events.emit(
+            await self.post_event(
                 meta,
                 "Normal",
                 "DriftReverted",
@@ -220,7 +225,7 @@ class Reconciler:
                 serving_cert = certs.from_secret_data(secret["data"])
             else:
                 serving_cert = certs.generate(self.namespace)
-                await self.events.emit(
+                await self.post_event(
                     {"name": instance.name, "namespace": instance.namespace, "uid": instance.uid},
                     "Normal",
                     "ServingCertCreated",
@@ -261,6 +266,13 @@ class Reconciler:
             log.info("deleted %s", ", ".join(deleted))
         return deleted
 
+    async def post_event(self, meta: JSON, event_type: str, reason: str, message: str) -> None:
+        """An Event on the CR whose metadata is ``meta``: `kubectl describe` is where people look."""
+        regarding = ObjectReference(
+            names.API_VERSION, names.KIND, str(meta["namespace"]), str(meta["name"]), str(meta.get("uid", ""))
+        )
+        await self.events.post(regarding, names.MANAGED_BY, event_type, reason, "Reconcile", message)
+
     async def cleanup(self, body: JSON) -> None:
         """The finalizer's work when the CR is deleted: nothing may be left behind."""
         async with self.lock:
@@ -273,7 +285,7 @@ class Reconciler:
     async def _report_spec_error(self, body: JSON, error: SpecError) -> Result:
         meta = body["metadata"]
         message = "; ".join(error.problems)
-        await self.events.emit(meta, "Warning", "InvalidSpec", message)
+        await self.post_event(meta, "Warning", "InvalidSpec", message)
         deployment = await self._get(self._deployment_path())
         outcome = Outcome(
             self.namespace,

@@ -7,14 +7,12 @@ OpenAPI schema. So the same checks run here, and each message names the field to
 
 from __future__ import annotations
 
-import difflib
 import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.alias_generators import to_camel
-from pydantic_core import ErrorDetails
 
 from secondary_scheduler.apivalidation import (
     INT32_MAX,
@@ -25,6 +23,7 @@ from secondary_scheduler.apivalidation import (
     qualified_name_problem,
     quantity_problem,
 )
+from secondary_scheduler.config.diagnose import error_messages
 from secondary_scheduler.operator import names
 
 LogLevel = Literal["", "Normal", "Debug", "Trace", "TraceAll"]
@@ -297,7 +296,7 @@ def parse_instance(body: dict[str, Any], default_namespace: str = names.DEFAULT_
     try:
         spec = SecondarySchedulerSpec.model_validate(raw_spec)
     except ValidationError as error:
-        raise SpecError([_describe(detail) for detail in error.errors(include_url=False)]) from error
+        raise SpecError(error_messages(SecondarySchedulerSpec, error, ("spec",))) from error
     return Instance(
         name=str(meta.get("name") or names.INSTANCE_NAME),
         namespace=str(meta.get("namespace") or default_namespace),
@@ -305,84 +304,3 @@ def parse_instance(body: dict[str, Any], default_namespace: str = names.DEFAULT_
         generation=int(meta.get("generation") or 1),
         spec=spec,
     )
-
-
-def _path(loc: tuple[int | str, ...]) -> str:
-    text = "spec"
-    for part in loc:
-        text += f"[{part}]" if isinstance(part, int) else f".{part}"
-    return text
-
-
-_TYPES = {
-    "string_type": "a string",
-    "int_type": "an integer",
-    "bool_type": "true or false",
-    "dict_type": "a mapping",
-    "list_type": "a list",
-    "model_type": "a mapping",
-}
-
-
-def _describe(detail: ErrorDetails) -> str:
-    """One pydantic error as `spec.path: message`, worded for someone editing YAML."""
-    loc = tuple(detail["loc"])
-    kind = detail["type"]
-    given = detail.get("input")
-    if kind == "extra_forbidden":
-        *parent, field = loc
-        hint = _suggest(str(field), tuple(parent))
-        return f"{_path(loc)}: unknown field{hint}"
-    if kind == "literal_error":
-        expected = (detail.get("ctx") or {}).get("expected", "")
-        return f"{_path(loc)}: must be one of {expected}; got {given!r}"
-    if kind == "greater_than_equal":
-        bound = (detail.get("ctx") or {}).get("ge")
-        return f"{_path(loc)}: must be at least {bound}; got {given!r}"
-    if kind == "less_than_equal":
-        bound = (detail.get("ctx") or {}).get("le")
-        return f"{_path(loc)}: must be at most {bound} (the CRD's int32/int64 bound); got {given!r}"
-    if kind in _TYPES:
-        return f"{_path(loc)}: must be {_TYPES[kind]}; got {given!r}"
-    if kind == "value_error":
-        message = str(detail["msg"]).removeprefix("Value error, ")
-        return f"{_path(loc)}: {message}"
-    return f"{_path(loc)}: {detail['msg']}"
-
-
-def _model_at(parent: tuple[int | str, ...]) -> type[BaseModel] | None:
-    model: type[BaseModel] = SecondarySchedulerSpec
-    for part in parent:
-        if isinstance(part, int):
-            continue
-        field = next((f for n, f in model.model_fields.items() if (f.alias or n) == part), None)
-        if field is None:
-            return None
-        found = _model_in(field.annotation)
-        if found is None:
-            return None
-        model = found
-    return model
-
-
-def _model_in(annotation: Any) -> type[BaseModel] | None:
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    for argument in getattr(annotation, "__args__", ()):
-        found = _model_in(argument)
-        if found is not None:
-            return found
-    return None
-
-
-def _suggest(field: str, parent: tuple[int | str, ...]) -> str:
-    model = _model_at(parent)
-    if model is None:
-        return ""
-    allowed = [info.alias or name for name, info in model.model_fields.items()]
-    close = difflib.get_close_matches(field, allowed, n=1, cutoff=0.6)
-    lowered = [name for name in allowed if name.lower() == field.lower()]
-    match = lowered or close
-    if match:
-        return f" (did you mean {match[0]}?)"
-    return f" (allowed here: {', '.join(allowed)})"

@@ -17,6 +17,7 @@ from importlib.metadata import EntryPoint, entry_points
 
 from secondary_scheduler.config.base import ConfigModel
 from secondary_scheduler.framework.interface import Plugin
+from secondary_scheduler.plugins.coscheduling import Coscheduling
 from secondary_scheduler.plugins.defaultbinder import DefaultBinder
 from secondary_scheduler.plugins.defaultpreemption import DefaultPreemption
 from secondary_scheduler.plugins.dynamicresources import DynamicResources
@@ -26,6 +27,7 @@ from secondary_scheduler.plugins.nodeaffinity import NodeAffinity
 from secondary_scheduler.plugins.nodename import NodeName
 from secondary_scheduler.plugins.nodeports import NodePorts
 from secondary_scheduler.plugins.noderesources import BalancedAllocation, Fit
+from secondary_scheduler.plugins.noderesourcetopology import NodeResourceTopologyMatch
 from secondary_scheduler.plugins.nodeunschedulable import NodeUnschedulable
 from secondary_scheduler.plugins.nodevolumelimits import NodeVolumeLimits
 from secondary_scheduler.plugins.podtopologyspread import PodTopologySpread
@@ -66,6 +68,8 @@ IN_TREE: tuple[type[Plugin], ...] = (
     TargetLoadPacking,
     LoadVariationRiskBalancing,
     LowRiskOverCommitment,
+    Coscheduling,
+    NodeResourceTopologyMatch,
 )
 """kube-scheduler's plugins we implement, and scheduler-plugins' we ship (Trimaran)."""
 

@@ -22,7 +22,7 @@ from dataclasses import replace as dataclass_replace
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from secondary_scheduler.certs import self_signed
+from secondary_scheduler.certs import self_signed, write_pair
 from secondary_scheduler.config import (
     ConfigError,
     LoadResult,
@@ -36,7 +36,7 @@ from secondary_scheduler.kube.client import HTTP_LOGGER, ApiClient
 from secondary_scheduler.kube.leaderelection import LeaderElectionConfig, LeaderElector
 from secondary_scheduler.plugins.registry import default_registry
 from secondary_scheduler.safeyaml import MAX_CONFIG_BYTES, YamlLimitError, read_limited
-from secondary_scheduler.scheduler import profiling
+from secondary_scheduler.scheduler import delegatedauth, profiling
 from secondary_scheduler.scheduler.metrics import SchedulerMetrics
 from secondary_scheduler.scheduler.options import SchedulerFlags
 from secondary_scheduler.scheduler.scheduler import Scheduler
@@ -264,11 +264,7 @@ def _serving_files(flags: SchedulerFlags) -> tuple[str, str]:
         f"secsched@{socket.gethostname()}", ["localhost", "127.0.0.1", socket.gethostname()]
     )
     try:
-        with open(cert_path, "wb") as cert_file:
-            cert_file.write(cert)
-        with open(key_path, "wb") as key_file:
-            key_file.write(key)
-        os.chmod(key_path, 0o600)
+        write_pair(cert_path, key_path, cert, key)
     except OSError as error:
         raise StartupError(
             f"--cert-dir={directory}: cannot write the certificate ({error.strerror or error})"
@@ -369,10 +365,15 @@ async def run(flags: SchedulerFlags) -> int:
         ) as election_api,
     ):
         scheduler = Scheduler(config, api, events_api, default_registry(), metrics=metrics)
+        try:
+            auth = await delegatedauth.start(flags.auth_options(), context) if context is not None else None
+        except delegatedauth.DelegatedAuthError as error:
+            raise StartupError(str(error)) from error
         server = HealthServer(
             metrics.registry,
             ready=scheduler.synced,
             extra_routes=profiling.routes() if config.enable_profiling else (),
+            auth=auth,
         )
         if context is not None:
             await _serve(server, flags, context)

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+
+from secondary_scheduler.scheduler.delegatedauth import DelegatedAuthOptions
 
 GO_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
 _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -72,17 +74,6 @@ LOGGING_FORMATS = ("text", "json")
 UNSUPPORTED_FLAGS: dict[str, str] = {
     "--tls-sni-cert-key": "one serving certificate only: use --tls-cert-file and --tls-private-key-file",
     "--http2-max-streams-per-connection": "the endpoints are served over HTTP/1.1 only",
-    "--authentication-skip-lookup": "delegated authentication is not implemented",
-    "--authentication-token-webhook-cache-ttl": "delegated authentication is not implemented",
-    "--authentication-tolerate-lookup-failure": "delegated authentication is not implemented",
-    "--requestheader-allowed-names": "front-proxy (request header) authentication is not implemented",
-    "--requestheader-client-ca-file": "front-proxy (request header) authentication is not implemented",
-    "--requestheader-extra-headers-prefix": "front-proxy (request header) authentication is not implemented",
-    "--requestheader-group-headers": "front-proxy (request header) authentication is not implemented",
-    "--requestheader-uid-headers": "front-proxy (request header) authentication is not implemented",
-    "--requestheader-username-headers": "front-proxy (request header) authentication is not implemented",
-    "--authorization-webhook-cache-authorized-ttl": "delegated authorization is not implemented",
-    "--authorization-webhook-cache-unauthorized-ttl": "delegated authorization is not implemented",
     "--contention-profiling": "Go's block profile has no Python counterpart (--profiling serves the others)",
     "--pod-max-in-unschedulable-pods-duration": "unschedulable pods are retried after 5 minutes at most",
     "--emulated-version": "it emulates no other Kubernetes version",
@@ -165,10 +156,9 @@ class SchedulerFlags:
     kube_api_qps: float | None = None
     kube_api_burst: int | None = None
     leader_election: LeaderElectionFlags = field(default_factory=LeaderElectionFlags)
+    delegated_auth: DelegatedAuthOptions = field(default_factory=DelegatedAuthOptions)
+    """--authentication-*, --authorization-* and --requestheader-* (see `auth_options`)."""
     # Accepted for compatibility; reported at start-up (see `notes`).
-    authentication_kubeconfig: str | None = None
-    authorization_kubeconfig: str | None = None
-    authorization_always_allow_paths: list[str] = field(default_factory=list)
     feature_gates: str | None = None
     write_config_to: str | None = None
     cert_dir: str | None = None
@@ -180,14 +170,13 @@ class SchedulerFlags:
     logging_format: str = "text"
     log_split_stream: bool = False
 
+    def auth_options(self) -> DelegatedAuthOptions:
+        """The delegated authn/authz settings, with --client-ca-file (which TLS serving uses too)."""
+        return replace(self.delegated_auth, client_ca_file=self.client_ca_file)
+
     def notes(self) -> list[str]:
         """What we accepted but handle differently from kube-scheduler, said once at start-up."""
         notes = []
-        if self.authentication_kubeconfig or self.authorization_kubeconfig:
-            notes.append(
-                "--authentication-kubeconfig/--authorization-kubeconfig: delegated authn/authz is not used; "
-                "/healthz, /readyz, /livez and /metrics are served to anyone who can reach the port"
-            )
         if self.feature_gates:
             notes.append(f"--feature-gates={self.feature_gates}: no feature gates apply to this scheduler")
         return notes

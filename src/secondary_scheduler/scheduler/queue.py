@@ -20,7 +20,7 @@ import contextlib
 import heapq
 import itertools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar
 
@@ -199,6 +199,28 @@ class SchedulingQueue(Generic[P]):
     def backoff_duration(self, attempts: int) -> float:
         duration = self.initial_backoff * (2 ** max(0, attempts - 1))
         return min(duration, self.max_backoff)
+
+    def activate(self, keys: Iterable[str]) -> int:
+        """Move these pods out of unschedulable (a plugin asks for them: a gang's siblings).
+
+        Unlike kube-scheduler's Activate, a pod still backing off from a failure waits out its
+        backoff first, as after any event. Upstream skips it, and a gang that cannot fit then
+        retries in a loop whose pace depends on how soon rejected members give their room back;
+        here the bindings give it back before the next cycle, so that loop would spin every
+        few milliseconds and starve other pods (Coscheduling with podGroupBackoffSeconds 0).
+        Backing off makes it settle at upstream's pace of about a round a second, then slower.
+        A pod being scheduled goes to backoff, not unschedulable, if it fails. Returns how many
+        moved.
+        """
+        moved = 0
+        for key in keys:
+            item = self._unschedulable.pop(key, None) or self._backoff.pop(key, None)
+            if item is not None:
+                self._requeue(item)
+                moved += 1
+            elif key in self._in_flight:
+                self._in_flight[key].events_in_flight.append(_always)
+        return moved
 
     # -- events --------------------------------------------------------------------------
     def move_all_to_active_or_backoff(

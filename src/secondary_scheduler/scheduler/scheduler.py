@@ -26,16 +26,12 @@ from secondary_scheduler.framework.runtime import Framework
 from secondary_scheduler.framework.status import SUCCESS, Code
 from secondary_scheduler.framework.waiting import WaitingPod
 from secondary_scheduler.kube.client import ApiClient, ApiError, resource_path
+from secondary_scheduler.kube.events import EventRecorder
 from secondary_scheduler.kube.reflector import Reflector
 from secondary_scheduler.kube.store import Fanout
 from secondary_scheduler.scheduler.assumed import AssumedPods
 from secondary_scheduler.scheduler.eventhandlers import EventHandlers
-from secondary_scheduler.scheduler.events import (
-    SCHEDULER_ERROR,
-    UNSCHEDULABLE,
-    EventRecorder,
-    set_unschedulable_condition,
-)
+from secondary_scheduler.scheduler.events import SCHEDULER_ERROR, UNSCHEDULABLE, set_unschedulable_condition
 from secondary_scheduler.scheduler.metrics import SchedulerMetrics
 from secondary_scheduler.scheduler.queue import QueuedPod, SchedulingQueue
 
@@ -68,6 +64,7 @@ class Scheduler:
             client=api,
             metrics_registry=self.metrics.registry,
             event_sink=self.events.record,
+            activator=self._activate,
         )
         self.frameworks = {
             profile.scheduler_name: Framework(
@@ -160,6 +157,12 @@ class Scheduler:
         waiting = self.handle.waiting_pods.get(uid)
         if waiting is not None:
             waiting.reject("", "removed")
+
+    def _activate(self, pods: list[PodInfo]) -> None:
+        """``handle.activate``: plugins move waiting pods (a gang's siblings) to the active queue."""
+        moved = self.queue.activate(pod.key for pod in pods)
+        if moved:
+            log.debug("%d pods activated by a plugin", moved)
 
     def _cluster_event(self, event: ClusterEvent, old: Any, new: Any, skip: str = "") -> None:
         """Move back the unschedulable pods that ``event`` may help, by their rejectors' queueing hints.

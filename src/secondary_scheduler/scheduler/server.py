@@ -1,7 +1,8 @@
 """The scheduler's HTTP(S) endpoints: /healthz, /livez, /readyz and /metrics.
 
 Served over HTTPS when given a certificate (as the operator's Deployment does, on 10259),
-with the TLS minimum version and cipher suites from kube-scheduler's flags.
+with the TLS minimum version and cipher suites from kube-scheduler's flags, and every request
+authenticated and authorised as kube-scheduler's are (scheduler/delegatedauth.py).
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from collections.abc import Callable, Sequence
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+
+from secondary_scheduler.scheduler.delegatedauth import DelegatedAuth
 
 # Go's names for TLS versions, as --tls-min-version takes them.
 TLS_VERSIONS = {
@@ -67,10 +70,13 @@ class HealthServer:
         registry: CollectorRegistry,
         ready: Callable[[], bool],
         extra_routes: Sequence[web.RouteDef] = (),
+        auth: DelegatedAuth | None = None,
     ) -> None:
         self.registry = registry
         self.ready = ready
         self.extra_routes = list(extra_routes)
+        self.auth = auth
+        """Checks every request first; None only where nothing is served to others (tests)."""
         self._runner: web.AppRunner | None = None
 
     async def _ok(self, _: web.Request) -> web.Response:
@@ -95,7 +101,7 @@ class HealthServer:
         reuse_port: bool = False,
         reuse_address: bool = False,
     ) -> None:
-        app = web.Application()
+        app = web.Application(middlewares=[self.auth.middleware] if self.auth is not None else [])
         app.add_routes(
             [
                 web.get("/healthz", self._ok),
@@ -120,3 +126,5 @@ class HealthServer:
     async def stop(self) -> None:
         if self._runner is not None:
             await self._runner.cleanup()
+        if self.auth is not None:
+            await self.auth.close()

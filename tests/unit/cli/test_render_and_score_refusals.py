@@ -79,7 +79,7 @@ def test_a_valid_pair_renders(tmp_path: Path) -> None:
                 {"mode": "HighlyAvailable", "highlyAvailableTopology": {"maxReplicas": 2**31}},
             ),
             CONFIGMAP,
-            "maxReplicas: must be at most 2147483647",
+            "maxReplicas: must be <= 2147483647, got 2147483648",
         ),
         (
             with_(CR, "spec.resources", {"requests": {"cpu": 0.5}}),

@@ -7,13 +7,14 @@ from collections.abc import Callable
 import pytest
 
 from secondary_scheduler.config import CATALOG, ExtensionPoint, LoadResult, Problem
-from secondary_scheduler.config.plugin_args import NodeAffinityArgs, PodTopologySpreadArgs
-from secondary_scheduler.config.trimaran_args import (
-    LoadVariationRiskBalancingArgs,
-    LowRiskOverCommitmentArgs,
-    TargetLoadPackingArgs,
-)
+from secondary_scheduler.plugins.nodeaffinity.args import NodeAffinityArgs
+from secondary_scheduler.plugins.podtopologyspread.args import PodTopologySpreadArgs
 from secondary_scheduler.plugins.registry import in_tree_registry
+from secondary_scheduler.plugins.trimaran.loadvariationriskbalancing.args import (
+    LoadVariationRiskBalancingArgs,
+)
+from secondary_scheduler.plugins.trimaran.lowriskovercommitment.args import LowRiskOverCommitmentArgs
+from secondary_scheduler.plugins.trimaran.targetloadpacking.args import TargetLoadPackingArgs
 
 Load = Callable[..., LoadResult]
 Errors = Callable[..., list[Problem]]
@@ -51,6 +52,8 @@ def test_the_catalog_matches_the_brief() -> None:
         "TargetLoadPacking": ["score"],
         "LoadVariationRiskBalancing": ["score"],
         "LowRiskOverCommitment": ["preScore", "score"],
+        "Coscheduling": ["permit", "postFilter", "preFilter", "queueSort", "reserve"],
+        "NodeResourceTopologyMatch": ["filter", "postBind", "reserve", "score"],
     }
     assert CATALOG["TargetLoadPacking"].args_model is TargetLoadPackingArgs
     assert CATALOG["ImageLocality"].args_model is None

@@ -8,12 +8,12 @@ import pytest
 
 from secondary_scheduler.config import ExtensionPoint, LoadResult, PluginEntry, Problem
 from secondary_scheduler.config.base import format_go_duration, parse_go_duration
-from secondary_scheduler.config.plugin_args import (
-    InterPodAffinityArgs,
+from secondary_scheduler.plugins.interpodaffinity.args import InterPodAffinityArgs
+from secondary_scheduler.plugins.noderesources.args import (
     NodeResourcesBalancedAllocationArgs,
     NodeResourcesFitArgs,
-    PodTopologySpreadArgs,
 )
+from secondary_scheduler.plugins.podtopologyspread.args import PodTopologySpreadArgs
 
 P = ExtensionPoint
 Load = Callable[..., LoadResult]

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from secondary_scheduler.config import ExtensionPoint, LoadResult, PluginEntry, Problem, Profile
 from secondary_scheduler.config.merge import Configured, PluginSet, expand, merge_set
-from secondary_scheduler.config.plugin_args import NodeResourcesFitArgs
+from secondary_scheduler.plugins.noderesources.args import NodeResourcesFitArgs
 
 P = ExtensionPoint
 Load = Callable[..., LoadResult]
@@ -230,9 +230,9 @@ def test_legacy_requested_to_capacity_ratio_needs_a_shape(errors: Errors) -> Non
 
 
 def test_enabling_a_plugin_we_do_not_ship_lists_the_ones_we_have(errors: Errors) -> None:
-    (problem,) = errors("profiles:\n- plugins: {filter: {enabled: [{name: NodeResourceTopologyMatch}]}}\n")
+    (problem,) = errors("profiles:\n- plugins: {filter: {enabled: [{name: NetworkOverhead}]}}\n")
     assert problem.path == "profiles[0].plugins.filter.enabled[0].name"
-    assert "'NodeResourceTopologyMatch' is not a plugin this scheduler ships" in problem.message
+    assert "'NetworkOverhead' is not a plugin this scheduler ships" in problem.message
     assert "TargetLoadPacking" in problem.message and "PrioritySort" in problem.message
 
 
@@ -267,7 +267,9 @@ def test_queue_sort_and_bind_are_required(errors: Errors) -> None:
 
 
 def test_disabling_unknown_plugins_is_harmless_but_said(load: Load) -> None:
-    result = load("profiles:\n- schedulerName: s\n  plugins: {filter: {disabled: [{name: Coscheduling}]}}\n")
+    result = load(
+        "profiles:\n- schedulerName: s\n  plugins: {filter: {disabled: [{name: CapacityScheduling}]}}\n"
+    )
     (warning,) = [w for w in result.warnings if "nothing to disable" in w.message]
     assert warning.path == "profiles[0].plugins.filter.disabled[0].name"
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from secondary_scheduler.config import ConfigError, ExtensionPoint, LoadResult, Problem, load_config
-from secondary_scheduler.config.trimaran_args import TargetLoadPackingArgs
+from secondary_scheduler.plugins.trimaran.targetloadpacking.args import TargetLoadPackingArgs
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SEEDS = Path("/work/shared/seeds")

@@ -84,6 +84,26 @@ def test_pod_level_requests_replace_the_container_sum() -> None:
     assert requests == {"cpu": 3000, "memory": 1024 * MI}
 
 
+def test_pod_level_hugepages_replace_the_container_sum() -> None:
+    requests = pod_requests(
+        spec(
+            containers=[container(requests={"cpu": "1", "hugepages-2Mi": "64Mi"})],
+            resources={"requests": {"cpu": "2", "hugepages-2Mi": "256Mi"}},
+        )
+    )
+    assert requests == {"cpu": 2000, "hugepages-2Mi": 256 * MI}
+
+
+def test_unsupported_pod_level_resources_alone_leave_the_container_sum() -> None:
+    requests = pod_requests(
+        spec(
+            containers=[container(requests={"cpu": "1", "example.com/gpu": "1"})],
+            resources={"requests": {"example.com/gpu": "4"}},
+        )
+    )
+    assert requests == {"cpu": 1000, "example.com/gpu": 1}
+
+
 def test_quantities_are_summed_exactly_before_rounding_up() -> None:
     requests = pod_requests(
         spec(containers=[container(requests={"cpu": "0.5m"}), container(requests={"cpu": "0.5m"})])

@@ -70,7 +70,7 @@ def test_render_invalid_cr_exits_1(tmp_path: Path) -> None:
     )
     code, objects, stderr = run("--cr", str(cr_file))
     assert code == 1 and objects == []
-    assert f"error: {cr_file}: spec.logLevel: must be one of" in stderr
+    assert f"error: {cr_file}: spec.logLevel: expected '', 'Normal'" in stderr
 
 
 def test_render_seed_config_warnings_go_to_stderr(tmp_path: Path) -> None:

@@ -57,7 +57,7 @@ def test_placement_extension_only_outside_ha_mode() -> None:
 def test_max_replicas_zero_is_refused() -> None:
     topology = {"mode": "HighlyAvailable", "highlyAvailableTopology": {"maxReplicas": 0}}
     assert problems({"topology": topology}) == [
-        "spec.topology.highlyAvailableTopology.maxReplicas: must be at least 1; got 0"
+        "spec.topology.highlyAvailableTopology.maxReplicas: must be >= 1, got 0"
     ]
 
 
@@ -66,19 +66,30 @@ def test_max_replicas_zero_is_refused() -> None:
     [
         (
             {"logLevel": "Verbose"},
-            "spec.logLevel: must be one of '', 'Normal', 'Debug', 'Trace' or 'TraceAll'",
+            "spec.logLevel: expected '', 'Normal', 'Debug', 'Trace' or 'TraceAll', "
+            'got the string "Verbose"',
         ),
-        ({"managementState": "managed"}, "spec.managementState: must be one of 'Managed', 'Unmanaged'"),
-        ({"schedulerImage": 7}, "spec.schedulerImage: must be a string; got 7"),
-        ({"schedulerConfg": "x"}, "spec.schedulerConfg: unknown field (did you mean schedulerConfig?)"),
-        ({"topology": {"Mode": "SingleReplica"}}, "spec.topology.Mode: unknown field (did you mean mode?)"),
+        (
+            {"managementState": "managed"},
+            "spec.managementState: expected 'Managed', 'Unmanaged', 'Force' or 'Removed', "
+            'got the string "managed" (did you mean Managed?)',
+        ),
+        ({"schedulerImage": 7}, "spec.schedulerImage: expected a string, got 7: quote it"),
+        (
+            {"schedulerConfg": "x"},
+            "spec.schedulerConfg: unknown field `schedulerConfg`: did you mean `schedulerConfig`",
+        ),
+        (
+            {"topology": {"Mode": "SingleReplica"}},
+            "spec.topology.Mode: unknown field `Mode`: did you mean `mode`? Field names are case-sensitive",
+        ),
         (
             {"resources": {"requests": {"cpu": "lots"}}},
             "spec.resources.requests: cpu: 'lots' is not a Kubernetes",
         ),
         ({"tolerations": [{"operator": "Exists", "value": "x"}]}, "spec.tolerations[0]: value must be empty"),
         ({"tolerations": [{"value": "x"}]}, "spec.tolerations[0]: an empty key matches every taint"),
-        ({"nodeSelector": {"a": 1}}, "spec.nodeSelector.a: must be a string; got 1"),
+        ({"nodeSelector": {"a": 1}}, "spec.nodeSelector.a: expected a string, got 1: quote it"),
         ({"schedulerConfig": "../secrets/x"}, "spec.schedulerConfig: '../secrets/x' is not a ConfigMap name"),
     ],
 )

@@ -1,6 +1,7 @@
 """Plugin args: upstream's defaults and defaulting rules, and strict keys.
 
-The models are the config loader's (``config.trimaran_args``): one args model per plugin.
+The models live beside their plugins (``plugins/trimaran/args.py``, ``<plugin>/args.py``):
+one args model per plugin.
 """
 
 from __future__ import annotations
@@ -11,12 +12,12 @@ import pytest
 from pydantic import ValidationError
 
 from secondary_scheduler.config import ConfigError, load_config
-from secondary_scheduler.config.trimaran_args import (
+from secondary_scheduler.plugins.trimaran.args import TrimaranArgs
+from secondary_scheduler.plugins.trimaran.loadvariationriskbalancing.args import (
     LoadVariationRiskBalancingArgs,
-    LowRiskOverCommitmentArgs,
-    TargetLoadPackingArgs,
-    TrimaranArgs,
 )
+from secondary_scheduler.plugins.trimaran.lowriskovercommitment.args import LowRiskOverCommitmentArgs
+from secondary_scheduler.plugins.trimaran.targetloadpacking.args import TargetLoadPackingArgs
 
 
 @pytest.mark.parametrize(

@@ -11,13 +11,13 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry
 
 from secondary_scheduler.config import load_config
-from secondary_scheduler.config.trimaran_args import TargetLoadPackingArgs
 from secondary_scheduler.framework import Framework, Handle
 from secondary_scheduler.plugins.registry import default_registry
 from secondary_scheduler.plugins.trimaran.collector import MetricsCollector
 from secondary_scheduler.plugins.trimaran.pluginbase import TrimaranPlugin
 from secondary_scheduler.plugins.trimaran.providers import FetchError
 from secondary_scheduler.plugins.trimaran.services import SERVICE, TrimaranServices
+from secondary_scheduler.plugins.trimaran.targetloadpacking.args import TargetLoadPackingArgs
 from secondary_scheduler.plugins.trimaran.telemetry import TrimaranMetrics
 from secondary_scheduler.plugins.trimaran.watchermetrics import WatcherMetrics, Window
 

@@ -8,7 +8,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from secondary_scheduler.config.trimaran_args import LoadVariationRiskBalancingArgs
+from secondary_scheduler.plugins.trimaran.loadvariationriskbalancing.args import (
+    LoadVariationRiskBalancingArgs,
+)
 from secondary_scheduler.plugins.trimaran.loadvariationriskbalancing.scoring import (
     build_node_arrays,
     resource_scores,

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from secondary_scheduler.config.trimaran_args import LowRiskOverCommitmentArgs
+from secondary_scheduler.plugins.trimaran.lowriskovercommitment.args import LowRiskOverCommitmentArgs
 from secondary_scheduler.plugins.trimaran.lowriskovercommitment.scoring import (
     NodeArrays,
     PodResources,

@@ -11,22 +11,22 @@ import numpy as np
 import pytest
 from prometheus_client import CollectorRegistry
 
-from secondary_scheduler.config.trimaran_args import (
-    LoadVariationRiskBalancingArgs,
-    LowRiskOverCommitmentArgs,
-    TargetLoadPackingArgs,
-)
 from secondary_scheduler.framework import CycleState, Handle, NodeTable, PodInfo
 from secondary_scheduler.framework.args import validated_args
 from secondary_scheduler.framework.interface import PreScorePlugin, ScorePlugin
 from secondary_scheduler.plugins.registry import in_tree_registry
 from secondary_scheduler.plugins.trimaran.loadvariationriskbalancing import scoring as lvrb
+from secondary_scheduler.plugins.trimaran.loadvariationriskbalancing.args import (
+    LoadVariationRiskBalancingArgs,
+)
 from secondary_scheduler.plugins.trimaran.lowriskovercommitment import scoring as lroc
+from secondary_scheduler.plugins.trimaran.lowriskovercommitment.args import LowRiskOverCommitmentArgs
 from secondary_scheduler.plugins.trimaran.notes import MetricsNote, read_note
 from secondary_scheduler.plugins.trimaran.providers.static import StaticProvider
 from secondary_scheduler.plugins.trimaran.resourcestats import pod_requests
 from secondary_scheduler.plugins.trimaran.services import SERVICE, TrimaranServices
 from secondary_scheduler.plugins.trimaran.targetloadpacking import scoring as tlp
+from secondary_scheduler.plugins.trimaran.targetloadpacking.args import TargetLoadPackingArgs
 from secondary_scheduler.plugins.trimaran.watchermetrics import WatcherMetrics
 
 TRIMARAN = ("TargetLoadPacking", "LoadVariationRiskBalancing", "LowRiskOverCommitment")

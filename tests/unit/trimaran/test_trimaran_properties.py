@@ -6,15 +6,15 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from secondary_scheduler.config.trimaran_args import (
-    LoadVariationRiskBalancingArgs,
-    LowRiskOverCommitmentArgs,
-    TargetLoadPackingArgs,
-)
 from secondary_scheduler.plugins.trimaran.loadvariationriskbalancing import scoring as lvrb
+from secondary_scheduler.plugins.trimaran.loadvariationriskbalancing.args import (
+    LoadVariationRiskBalancingArgs,
+)
 from secondary_scheduler.plugins.trimaran.lowriskovercommitment import scoring as lroc
+from secondary_scheduler.plugins.trimaran.lowriskovercommitment.args import LowRiskOverCommitmentArgs
 from secondary_scheduler.plugins.trimaran.resourcestats import Resources
 from secondary_scheduler.plugins.trimaran.targetloadpacking import scoring as tlp
+from secondary_scheduler.plugins.trimaran.targetloadpacking.args import TargetLoadPackingArgs
 from secondary_scheduler.plugins.trimaran.watchermetrics import ResourceDataArrays
 
 PROPERTY_SETTINGS = settings(max_examples=80, deadline=None)

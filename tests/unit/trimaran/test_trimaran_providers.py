@@ -12,9 +12,9 @@ import pytest
 from aiohttp import web
 
 from secondary_scheduler.cluster import pki
-from secondary_scheduler.config.trimaran_args import SecretKeyRef
 from secondary_scheduler.kube.client import ApiClient
 from secondary_scheduler.kube.kubeconfig import Connection
+from secondary_scheduler.plugins.trimaran.args import SecretKeyRef
 from secondary_scheduler.plugins.trimaran.collector import MetricsCollector
 from secondary_scheduler.plugins.trimaran.providers import FetchError
 from secondary_scheduler.plugins.trimaran.providers.metricsserver import MetricsServerProvider

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from secondary_scheduler.config.trimaran_args import TargetLoadPackingArgs
+from secondary_scheduler.plugins.trimaran.targetloadpacking.args import TargetLoadPackingArgs
 from secondary_scheduler.plugins.trimaran.targetloadpacking.scoring import (
     NodeArrays,
     build_node_arrays,

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
-from secondary_scheduler.config.plugin_args import InterPodAffinityArgs
 from secondary_scheduler.framework.affinityterms import namespace_name_only
 from secondary_scheduler.framework.aliases import IntArray, Slots
 from secondary_scheduler.framework.args import args_mapping
@@ -31,6 +30,7 @@ from secondary_scheduler.framework.nodetable import NodeTable
 from secondary_scheduler.framework.podinfo import PodInfo
 from secondary_scheduler.framework.status import SKIP, SUCCESS, Status
 from secondary_scheduler.plugins.interpodaffinity import filtering, scoring
+from secondary_scheduler.plugins.interpodaffinity.args import InterPodAffinityArgs
 
 _PRE_FILTER_KEY = "PreFilterInterPodAffinity"
 _PRE_SCORE_KEY = "PreScoreInterPodAffinity"

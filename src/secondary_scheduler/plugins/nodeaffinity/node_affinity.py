@@ -13,7 +13,6 @@ from typing import ClassVar
 
 import numpy as np
 
-from secondary_scheduler.config.plugin_args import NodeAffinityArgs
 from secondary_scheduler.framework.aliases import IntArray, Slots
 from secondary_scheduler.framework.args import args_mapping
 from secondary_scheduler.framework.events import NODE, ActionType, ClusterEvent, ClusterEventWithHint
@@ -31,6 +30,7 @@ from secondary_scheduler.framework.nodetable import NodeTable
 from secondary_scheduler.framework.podinfo import PodInfo
 from secondary_scheduler.framework.scores import default_normalize_score
 from secondary_scheduler.framework.status import SKIP, SUCCESS, Status
+from secondary_scheduler.plugins.nodeaffinity.args import NodeAffinityArgs
 
 REASON_POD = "node(s) didn't match Pod's node affinity/selector"
 REASON_ENFORCED = "node(s) didn't match scheduler-enforced node affinity"

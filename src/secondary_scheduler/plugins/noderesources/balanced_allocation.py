@@ -14,7 +14,6 @@ from typing import ClassVar
 
 import numpy as np
 
-from secondary_scheduler.config.plugin_args import NodeResourcesBalancedAllocationArgs
 from secondary_scheduler.framework.aliases import BoolArray, FloatArray, IntArray, Slots
 from secondary_scheduler.framework.args import args_mapping
 from secondary_scheduler.framework.events import ClusterEventWithHint
@@ -24,6 +23,7 @@ from secondary_scheduler.framework.nodetable import NodeTable
 from secondary_scheduler.framework.podinfo import PodInfo
 from secondary_scheduler.framework.scores import MAX_NODE_SCORE
 from secondary_scheduler.framework.status import SKIP, SUCCESS, Status
+from secondary_scheduler.plugins.noderesources.args import NodeResourcesBalancedAllocationArgs
 from secondary_scheduler.plugins.noderesources.resource_allocation import (
     parse_resources,
     pod_request_list,

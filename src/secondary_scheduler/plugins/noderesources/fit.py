@@ -22,7 +22,6 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from secondary_scheduler.config.plugin_args import NodeResourcesFitArgs
 from secondary_scheduler.framework.aliases import IntArray, Slots
 from secondary_scheduler.framework.args import args_mapping
 from secondary_scheduler.framework.events import NODE, POD, ActionType, ClusterEvent, ClusterEventWithHint
@@ -46,6 +45,7 @@ from secondary_scheduler.framework.resources import (
     is_scalar_resource,
 )
 from secondary_scheduler.framework.status import SUCCESS, Status
+from secondary_scheduler.plugins.noderesources.args import NodeResourcesFitArgs
 from secondary_scheduler.plugins.noderesources.least_allocated import least_allocated
 from secondary_scheduler.plugins.noderesources.most_allocated import most_allocated
 from secondary_scheduler.plugins.noderesources.requested_to_capacity_ratio import (

@@ -1,5 +1,6 @@
 """PodTopologySpread: spread matching pods evenly over topology domains (zones, nodes...)."""
 
+from secondary_scheduler.plugins.podtopologyspread.args import PodTopologySpreadArgs
 from secondary_scheduler.plugins.podtopologyspread.plugin import PodTopologySpread
 
-__all__ = ["PodTopologySpread"]
+__all__ = ["PodTopologySpread", "PodTopologySpreadArgs"]

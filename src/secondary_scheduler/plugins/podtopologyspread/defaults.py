@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from secondary_scheduler.config.plugin_args import PodTopologySpreadArgs
 from secondary_scheduler.framework.handle import Handle
 from secondary_scheduler.framework.informers import (
     REPLICA_SETS,
@@ -23,6 +22,7 @@ from secondary_scheduler.framework.informers import (
 )
 from secondary_scheduler.framework.labels import LabelSelector
 from secondary_scheduler.framework.podinfo import HONOR, IGNORE, SCHEDULE_ANYWAY, PodInfo, SpreadConstraint
+from secondary_scheduler.plugins.podtopologyspread.args import PodTopologySpreadArgs
 
 HOSTNAME = "kubernetes.io/hostname"
 ZONE = "topology.kubernetes.io/zone"

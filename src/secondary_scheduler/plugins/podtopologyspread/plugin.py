@@ -12,7 +12,6 @@ from typing import ClassVar
 
 import numpy as np
 
-from secondary_scheduler.config.plugin_args import PodTopologySpreadArgs
 from secondary_scheduler.framework.aliases import IntArray, Slots
 from secondary_scheduler.framework.events import NODE, POD, ActionType, ClusterEvent, ClusterEventWithHint
 from secondary_scheduler.framework.handle import Handle
@@ -29,6 +28,7 @@ from secondary_scheduler.framework.nodetable import NodeTable
 from secondary_scheduler.framework.podinfo import DO_NOT_SCHEDULE, SCHEDULE_ANYWAY, PodInfo, SpreadConstraint
 from secondary_scheduler.framework.status import SKIP, SUCCESS, Status
 from secondary_scheduler.plugins.podtopologyspread import filtering, scoring
+from secondary_scheduler.plugins.podtopologyspread.args import PodTopologySpreadArgs
 from secondary_scheduler.plugins.podtopologyspread.common import MatchingPods
 from secondary_scheduler.plugins.podtopologyspread.defaults import DefaultConstraints
 

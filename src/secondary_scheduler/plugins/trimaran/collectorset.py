@@ -12,8 +12,8 @@ import logging
 import time
 from collections.abc import Callable
 
-from secondary_scheduler.config.trimaran_args import KUBERNETES_METRICS_SERVER, PROMETHEUS, TrimaranArgs
 from secondary_scheduler.kube.client import ApiClient
+from secondary_scheduler.plugins.trimaran.args import KUBERNETES_METRICS_SERVER, PROMETHEUS, TrimaranArgs
 from secondary_scheduler.plugins.trimaran.collector import REFRESH_INTERVAL_SECONDS, MetricsCollector
 from secondary_scheduler.plugins.trimaran.nodeusage import NodeMetricsView
 from secondary_scheduler.plugins.trimaran.providers import Provider

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from secondary_scheduler.config.trimaran_args import PROMETHEUS, TrimaranArgs
 from secondary_scheduler.framework.aliases import BoolArray, FloatArray, IntArray, Slots
 from secondary_scheduler.framework.nodetable import NodeTable
 from secondary_scheduler.framework.resources import CPU_COLUMN, MEMORY_COLUMN
+from secondary_scheduler.plugins.trimaran.args import PROMETHEUS, TrimaranArgs
 from secondary_scheduler.plugins.trimaran.collector import MetricsCollector, Snapshot
 from secondary_scheduler.plugins.trimaran.notes import MetricsNote
 from secondary_scheduler.plugins.trimaran.providers.prometheus import SERIES_OF

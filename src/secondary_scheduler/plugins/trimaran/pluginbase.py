@@ -5,12 +5,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from secondary_scheduler.config.trimaran_args import TrimaranArgs
 from secondary_scheduler.framework.aliases import Slots
 from secondary_scheduler.framework.events import ClusterEventWithHint
 from secondary_scheduler.framework.handle import Handle
 from secondary_scheduler.framework.interface import CycleState, Plugin
 from secondary_scheduler.framework.nodetable import NodeTable
+from secondary_scheduler.plugins.trimaran.args import TrimaranArgs
 from secondary_scheduler.plugins.trimaran.nodeusage import NodeUsage, UsagePolicy
 from secondary_scheduler.plugins.trimaran.notes import MetricsNote, note_key
 from secondary_scheduler.plugins.trimaran.services import TrimaranServices

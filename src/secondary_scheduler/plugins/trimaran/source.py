@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from secondary_scheduler.config.trimaran_args import SecretKeyRef, TrimaranArgs
+from secondary_scheduler.plugins.trimaran.args import SecretKeyRef, TrimaranArgs
 
 WATCHER = "LoadWatcher"
 """The ``kind`` of a load-watcher service source (``watcherAddress``)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import Field, field_validator
 
 from secondary_scheduler.config.base import ConfigModel
-from secondary_scheduler.config.plugin_args import UtilizationShapePoint
+from secondary_scheduler.config.scoring import UtilizationShapePoint
 
 
 class VolumeBindingArgs(ConfigModel):

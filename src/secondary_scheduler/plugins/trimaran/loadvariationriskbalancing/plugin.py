@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from secondary_scheduler.config.trimaran_args import LoadVariationRiskBalancingArgs
 from secondary_scheduler.framework.aliases import IntArray, Slots
 from secondary_scheduler.framework.handle import Handle
 from secondary_scheduler.framework.interface import CycleState, ScorePlugin
 from secondary_scheduler.framework.nodetable import NodeTable
 from secondary_scheduler.framework.podinfo import PodInfo
 from secondary_scheduler.framework.resources import CPU_COLUMN, MEMORY_COLUMN
+from secondary_scheduler.plugins.trimaran.loadvariationriskbalancing.args import (
+    LoadVariationRiskBalancingArgs,
+)
 from secondary_scheduler.plugins.trimaran.loadvariationriskbalancing.scoring import NodeArrays, score_nodes
 from secondary_scheduler.plugins.trimaran.pluginbase import TrimaranPlugin
 from secondary_scheduler.plugins.trimaran.resourcestats import pod_requests

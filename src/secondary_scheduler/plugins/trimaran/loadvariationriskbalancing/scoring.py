@@ -13,7 +13,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from secondary_scheduler.config.trimaran_args import LoadVariationRiskBalancingArgs
+from secondary_scheduler.plugins.trimaran.loadvariationriskbalancing.args import (
+    LoadVariationRiskBalancingArgs,
+)
 from secondary_scheduler.plugins.trimaran.resourcestats import (
     FloatArray,
     IntArray,

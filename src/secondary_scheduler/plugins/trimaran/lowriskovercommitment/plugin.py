@@ -6,7 +6,6 @@ from typing import ClassVar
 
 import numpy as np
 
-from secondary_scheduler.config.trimaran_args import LowRiskOverCommitmentArgs
 from secondary_scheduler.framework.aliases import IntArray, Slots
 from secondary_scheduler.framework.handle import Handle
 from secondary_scheduler.framework.interface import CycleState, PreScorePlugin, ScorePlugin
@@ -14,6 +13,7 @@ from secondary_scheduler.framework.nodetable import NodeTable
 from secondary_scheduler.framework.podinfo import PodInfo
 from secondary_scheduler.framework.resources import CPU_COLUMN, MEMORY_COLUMN
 from secondary_scheduler.framework.status import SUCCESS, Status
+from secondary_scheduler.plugins.trimaran.lowriskovercommitment.args import LowRiskOverCommitmentArgs
 from secondary_scheduler.plugins.trimaran.lowriskovercommitment.nodetotals import (
     LIMIT_CPU,
     LIMIT_MEMORY,

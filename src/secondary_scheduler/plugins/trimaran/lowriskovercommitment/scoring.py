@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from secondary_scheduler.config.trimaran_args import LowRiskOverCommitmentArgs
+from secondary_scheduler.plugins.trimaran.lowriskovercommitment.args import LowRiskOverCommitmentArgs
 from secondary_scheduler.plugins.trimaran.resourcestats import (
     BoolArray,
     FloatArray,

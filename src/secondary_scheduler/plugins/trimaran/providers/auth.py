@@ -14,8 +14,8 @@ import binascii
 import ssl
 from pathlib import Path
 
-from secondary_scheduler.config.trimaran_args import SecretKeyRef
 from secondary_scheduler.kube.client import ApiClient, ApiError, ApiUnavailable, resource_path
+from secondary_scheduler.plugins.trimaran.args import SecretKeyRef
 from secondary_scheduler.plugins.trimaran.providers import FETCH_TIMEOUT_SECONDS, FetchError
 from secondary_scheduler.plugins.trimaran.source import MetricSource
 

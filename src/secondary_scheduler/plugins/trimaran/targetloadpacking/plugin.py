@@ -6,7 +6,6 @@ from typing import ClassVar
 
 import numpy as np
 
-from secondary_scheduler.config.trimaran_args import TargetLoadPackingArgs
 from secondary_scheduler.framework.aliases import IntArray, Slots
 from secondary_scheduler.framework.handle import Handle
 from secondary_scheduler.framework.interface import CycleState, ScorePlugin
@@ -14,6 +13,7 @@ from secondary_scheduler.framework.nodetable import NodeTable
 from secondary_scheduler.framework.podinfo import PodInfo
 from secondary_scheduler.plugins.trimaran.pluginbase import TrimaranPlugin
 from secondary_scheduler.plugins.trimaran.resourcestats import KubeObject, resources_of
+from secondary_scheduler.plugins.trimaran.targetloadpacking.args import TargetLoadPackingArgs
 from secondary_scheduler.plugins.trimaran.targetloadpacking.scoring import (
     NodeArrays,
     missing_utilisation,

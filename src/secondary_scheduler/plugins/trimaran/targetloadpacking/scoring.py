@@ -14,7 +14,6 @@ from typing import Any
 
 import numpy as np
 
-from secondary_scheduler.config.trimaran_args import TargetLoadPackingArgs
 from secondary_scheduler.kube.quantity import milli_value
 from secondary_scheduler.plugins.trimaran.resourcestats import (
     FloatArray,
@@ -26,6 +25,7 @@ from secondary_scheduler.plugins.trimaran.resourcestats import (
     safe_divide,
     to_scores,
 )
+from secondary_scheduler.plugins.trimaran.targetloadpacking.args import TargetLoadPackingArgs
 from secondary_scheduler.plugins.trimaran.watchermetrics import (
     AVERAGE,
     CPU,

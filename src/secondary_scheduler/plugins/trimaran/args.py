@@ -1,9 +1,9 @@
-"""Args of the three Trimaran plugins: the one model per plugin that the config loader validates
-and the plugins (and their scoring functions) read.
+"""What the three Trimaran plugins' args share: the metrics source and how stale metrics are handled.
 
-They follow upstream scheduler-plugins' v1 args (see shared/spec/trimaran.md, "Arguments and
-defaults") plus our extensions: token sources other than an inline token, a CA file, a
-metrics staleness limit, falling back to requests, and a strict parity mode.
+Each plugin's own model (``<plugin>/args.py``) extends ``TrimaranArgs``. They follow upstream
+scheduler-plugins' v1 args (see shared/spec/trimaran.md, "Arguments and defaults") plus our
+extensions: token sources other than an inline token, a CA file, a metrics staleness limit,
+falling back to requests, and a strict parity mode.
 
 Upstream silently replaces out-of-range values with defaults; we apply the same rules and
 warn, so nobody is surprised by a target of 40 they did not write.
@@ -11,15 +11,13 @@ warn, so nobody is surprised by a target of 40 they did not write.
 
 from __future__ import annotations
 
-import math
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from secondary_scheduler.config.base import ConfigModel, GoDuration, ResourceList, ResourceWeights, warn
+from secondary_scheduler.config.base import ConfigModel, GoDuration, warn
 from secondary_scheduler.config.placeholders import find_placeholders
-from secondary_scheduler.kube.quantity import milli_value
 
 KUBERNETES_METRICS_SERVER = "KubernetesMetricsServer"
 PROMETHEUS = "Prometheus"
@@ -151,111 +149,3 @@ class TrimaranArgs(ConfigModel):
                 "prefer tokenFile or tokenSecretRef",
             )
         return self
-
-
-def parse_multiplier(text: str) -> float:
-    """defaultRequestsMultiplier as a number, read like Go's strconv.ParseFloat (no spaces, no ``_``)."""
-    try:
-        number = float(text)
-    except ValueError:
-        number = math.nan
-    if text != text.strip() or "_" in text or math.isnan(number):
-        raise ValueError(f'{text!r} is not a number: write it as a quoted number, e.g. "1.5"')
-    if math.isinf(number) or number < 0:
-        raise ValueError(f'{text!r} must be a finite number of 0 or more, e.g. "1.5"')
-    return number
-
-
-class TargetLoadPackingArgs(TrimaranArgs):
-    target_utilization: int = 40
-    default_requests: ResourceList = Field(default_factory=lambda: {"cpu": "1000m"})
-    default_requests_multiplier: str = "1.5"
-
-    @field_validator("target_utilization")
-    @classmethod
-    def _target(cls, value: int, info: ValidationInfo) -> int:
-        if value <= 0:
-            warn(info, ("targetUtilization",), f"{value} is not a percentage above 0: using the default, 40")
-            return 40
-        if value > 100:
-            # Upstream defaults only values <= 0. Above 100 its formula scores nodes outside 0-100,
-            # and the framework then fails every pod this plugin scores.
-            raise ValueError(
-                f"{value} is not a CPU utilisation target (a percentage): use one from 1 to 100 "
-                "(the default is 40; TargetLoadPacking packs nodes up to it, then spreads)"
-            )
-        return value
-
-    @field_validator("default_requests")
-    @classmethod
-    def _cpu_only(cls, value: dict[str, str], info: ValidationInfo) -> dict[str, str]:
-        if "cpu" not in value:
-            warn(
-                info,
-                ("defaultRequests",),
-                "only cpu is used, and it is missing: containers without requests count as 0",
-            )
-        return value
-
-    @field_validator("default_requests_multiplier")
-    @classmethod
-    def _multiplier(cls, value: str) -> str:
-        parse_multiplier(value)
-        return value
-
-    @property
-    def requests_multiplier(self) -> float:
-        """The multiplier as a number (the config keeps upstream's string)."""
-        return parse_multiplier(self.default_requests_multiplier)
-
-    @property
-    def default_cpu_millis(self) -> int:
-        """Predicted CPU of a container with neither a cpu limit nor a cpu request (0 if no cpu default)."""
-        return milli_value(self.default_requests.get("cpu", 0))
-
-
-class LoadVariationRiskBalancingArgs(TrimaranArgs):
-    safe_variance_margin: float = 1.0
-    safe_variance_sensitivity: float = 1.0
-
-    @field_validator("safe_variance_margin", "safe_variance_sensitivity")
-    @classmethod
-    def _not_negative(cls, value: float, info: ValidationInfo) -> float:
-        if value < 0:
-            alias = (
-                "safeVarianceMargin"
-                if info.field_name == "safe_variance_margin"
-                else "safeVarianceSensitivity"
-            )
-            warn(info, (alias,), f"{value} is negative: using the default, 1")
-            return 1.0
-        return value
-
-
-_DEFAULT_RISK_LIMIT_WEIGHTS = {"cpu": 0.5, "memory": 0.5}
-
-
-class LowRiskOverCommitmentArgs(TrimaranArgs):
-    smoothing_window_size: int = 5
-    risk_limit_weights: ResourceWeights = Field(default_factory=lambda: dict(_DEFAULT_RISK_LIMIT_WEIGHTS))
-
-    @field_validator("smoothing_window_size")
-    @classmethod
-    def _window(cls, value: int, info: ValidationInfo) -> int:
-        if value <= 0:
-            warn(info, ("smoothingWindowSize",), f"{value} is not above 0: using the default, 5")
-            return 5
-        return value
-
-    @field_validator("risk_limit_weights")
-    @classmethod
-    def _weights(cls, value: dict[str, float], info: ValidationInfo) -> dict[str, float]:
-        """The given weights overlay the defaults; a weight outside [0, 1] becomes 0.5."""
-        weights = dict(_DEFAULT_RISK_LIMIT_WEIGHTS)
-        for resource, weight in value.items():
-            if 0 <= weight <= 1:
-                weights[resource] = weight
-            else:
-                warn(info, ("riskLimitWeights", resource), f"{weight} is outside [0, 1]: using 0.5")
-                weights[resource] = 0.5
-        return weights

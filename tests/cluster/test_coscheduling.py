@@ -1,0 +1,338 @@
+"""Coscheduling (gang scheduling) on the real control plane: ours and upstream's, case by case.
+
+Both schedulers run for the whole module, each with a profile ``gang-<kind>`` enabling
+Coscheduling as scheduler-plugins' docs show (queueSort replacing PrioritySort, preFilter,
+postFilter, permit, reserve) and upstream's default args (``podGroupBackoffSeconds: 0``): a
+gang that cannot fit is retried round after round (each round's leftover activated sibling
+restarts it); activated pods wait out their own backoff in ours (see
+``SchedulingQueue.activate``), so other pods still get in. The Permit case runs its own
+process per scheduler, profile ``gang-<kind>-lenient`` with ``podGroupRejectPercentage: 20``
+(a gang short of one pod in eight is not rejected in PostFilter, so its placed pods go on waiting at Permit): upstream
+refuses profiles whose queueSort args differ. Every case runs once per
+scheduler, on the session's 5 KWOK nodes (16 cores each, 15900m allocatable): pods are
+sized in cpu so that the room is what the case needs. Each case prints its figures (bound
+pods, time to bind the gang, spread of the bind times) as ``coscheduling[case/kind]: ...``.
+
+The PodGroup status case runs with ours only: upstream's scheduler binary has no PodGroup
+controller (scheduler-plugins ships it as a separate controller binary), so there the
+status stays empty.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from secondary_scheduler.cluster.localcluster import LocalCluster
+from secondary_scheduler.cluster.schedulers import OURS, UPSTREAM, SchedulerRun, start_scheduler
+from secondary_scheduler.kube.client import ApiClient
+from secondary_scheduler.kube.wait import wait_for
+from tests.cluster.schedulerproc import create_pods, pod_manifest
+
+pytestmark = pytest.mark.cluster
+
+JSON = dict[str, Any]
+GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
+PODGROUPS = "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{namespace}/podgroups"
+KINDS = (OURS, UPSTREAM)
+TIMEOUT = 5
+"""scheduleTimeoutSeconds of the cases' PodGroups: how long placed pods wait for the rest."""
+WAIT_LABEL = "secsched.io/gang-test"
+
+
+def config(scheduler: str, reject_percentage: int = 10, backoff: int = 0) -> str:
+    return f"""\
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+leaderElection:
+  leaderElect: false
+clientConnection:
+  qps: 500
+  burst: 1000
+profiles:
+  - schedulerName: {scheduler}
+    plugins:
+      queueSort:
+        enabled: [{{name: Coscheduling}}]
+        disabled: [{{name: "*"}}]
+      preFilter:
+        enabled: [{{name: Coscheduling}}]
+      postFilter:
+        enabled: [{{name: Coscheduling}}]
+      permit:
+        enabled: [{{name: Coscheduling}}]
+      reserve:
+        enabled: [{{name: Coscheduling}}]
+    pluginConfig:
+      - name: Coscheduling
+        args:
+          permitWaitingTimeSeconds: 10
+          podGroupRejectPercentage: {reject_percentage}
+          podGroupBackoffSeconds: {backoff}
+"""
+
+
+@pytest.fixture(scope="module")
+def schedulers(
+    cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, SchedulerRun]]:
+    """Ours and upstream's, both running (each schedules only its own profiles' pods)."""
+    directory = tmp_path_factory.mktemp("coscheduling")
+    runs: dict[str, SchedulerRun] = {}
+    try:
+        for kind in KINDS:
+            runs[kind] = start_scheduler(
+                kind, config(f"gang-{kind}"), cluster.kubeconfig, directory, name=kind
+            )
+        yield runs
+    finally:
+        for run in runs.values():
+            run.stop()
+
+
+@pytest.fixture(params=KINDS)
+def kind(request: pytest.FixtureRequest, schedulers: dict[str, SchedulerRun]) -> str:
+    assert schedulers[request.param].process.poll() is None, schedulers[request.param].tail()
+    return str(request.param)
+
+
+# -- objects ----------------------------------------------------------------------------------
+
+
+def podgroup(name: str, min_member: int, timeout: int = TIMEOUT) -> JSON:
+    return {
+        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+        "kind": "PodGroup",
+        "metadata": {"name": name},
+        "spec": {"minMember": min_member, "scheduleTimeoutSeconds": timeout},
+    }
+
+
+def member(name: str, group: str | None, scheduler: str, cpu: str, **spec: Any) -> JSON:
+    pod = pod_manifest(name, scheduler=scheduler, cpu=cpu, **spec)
+    pod["spec"]["terminationGracePeriodSeconds"] = 0
+    if group:
+        pod["metadata"]["labels"][GROUP_LABEL] = group
+    return pod
+
+
+async def create_group(api: ApiClient, namespace: str, group: JSON) -> None:
+    await api.create(PODGROUPS.format(namespace=namespace), group)
+
+
+async def pods_of(api: ApiClient, namespace: str) -> dict[str, JSON]:
+    items = (await api.list_all(f"/api/v1/namespaces/{namespace}/pods"))["items"]
+    return {pod["metadata"]["name"]: pod for pod in items}
+
+
+def bound(pods: dict[str, JSON], prefix: str = "") -> list[str]:
+    return sorted(
+        name for name, pod in pods.items() if name.startswith(prefix) and pod["spec"].get("nodeName")
+    )
+
+
+async def wait_bound(api: ApiClient, namespace: str, prefix: str, count: int, timeout: float) -> float:
+    """Until ``count`` pods named ``prefix*`` are bound; returns the seconds it took."""
+    started = time.monotonic()
+
+    async def done() -> bool:
+        return len(bound(await pods_of(api, namespace), prefix)) >= count
+
+    await wait_for(done, f"{count} pods {prefix}* bound in {namespace}", timeout=timeout, interval=0.2)
+    return time.monotonic() - started
+
+
+async def stays_unbound(api: ApiClient, namespace: str, prefix: str, seconds: float) -> list[str]:
+    """Every pod named ``prefix*`` bound at any poll over ``seconds`` (empty: none ever was)."""
+    seen: set[str] = set()
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        seen.update(bound(await pods_of(api, namespace), prefix))
+        await asyncio.sleep(0.3)
+    return sorted(seen)
+
+
+async def bind_spread(api: ApiClient, namespace: str, prefix: str) -> float:
+    """Seconds between the first and the last Scheduled event of the pods named ``prefix*``."""
+    events = (await api.list_all(f"/apis/events.k8s.io/v1/namespaces/{namespace}/events"))["items"]
+    times = [
+        _parse(event.get("eventTime"))
+        for event in events
+        if event.get("reason") == "Scheduled" and event["regarding"]["name"].startswith(prefix)
+    ]
+    return max(times) - min(times) if times else float("nan")
+
+
+def _parse(raw: str | None) -> float:
+    assert raw, "a Scheduled event without eventTime"
+    return datetime.datetime.fromisoformat(raw.replace("Z", "+00:00")).timestamp()
+
+
+async def delete_pods(api: ApiClient, namespace: str, prefix: str = "") -> None:
+    """Delete the pods (at once: grace 0) and wait until they are gone, so the next step has their room."""
+    for name in list(await pods_of(api, namespace)):
+        if name.startswith(prefix):
+            await api.delete(f"/api/v1/namespaces/{namespace}/pods/{name}", params={"gracePeriodSeconds": 0})
+
+    async def gone() -> bool:
+        return not any(name.startswith(prefix) for name in await pods_of(api, namespace))
+
+    await wait_for(gone, f"pods {prefix}* of {namespace} deleted", timeout=60)
+
+
+def report(case: str, kind: str, **figures: object) -> None:
+    shown = ", ".join(
+        f"{key}={value:.2f}" if isinstance(value, float) else f"{key}={value}"
+        for key, value in figures.items()
+    )
+    print(f"coscheduling[{case}/{kind}]: {shown}")
+
+
+# -- the cases --------------------------------------------------------------------------------
+
+
+async def test_a_gang_that_fits_is_bound_all_at_once(api: ApiClient, namespace: str, kind: str) -> None:
+    """(a) 8 pods of 3 cores (25 fit): all 8 bound, within one short burst."""
+    await create_group(api, namespace, podgroup("fits", 8))
+    started = time.monotonic()
+    await create_pods(api, namespace, [member(f"fits-{i}", "fits", f"gang-{kind}", "3") for i in range(8)])
+    await wait_bound(api, namespace, "fits-", 8, timeout=60)
+    elapsed = time.monotonic() - started
+    spread = await bind_spread(api, namespace, "fits-")
+    report("a", kind, bound=8, seconds_to_bind_gang=elapsed, bind_spread_seconds=spread)
+    assert spread < 2.0
+    await delete_pods(api, namespace)
+
+
+async def test_placed_pods_wait_at_permit_until_the_last_member_is_placed(
+    cluster: LocalCluster, api: ApiClient, namespace: str, kind: str, tmp_path: Path
+) -> None:
+    """(a) 7 pods placeable, the 8th not (a node label it needs is missing): nothing is bound while
+    the 7 wait at Permit; once a node gets the label, the 8th is placed and all 8 are bound together."""
+    scheduler = f"gang-{kind}-lenient"
+    await create_group(api, namespace, podgroup("late", 8, timeout=60))
+    pods = [member(f"late-{i}", "late", scheduler, "1") for i in range(7)]
+    pods.append(member("late-7", "late", scheduler, "1", nodeSelector={WAIT_LABEL: namespace}))
+    # kube-scheduler wants the same queueSort (args included) in every profile: a process of its own.
+    lenient = start_scheduler(
+        kind, config(scheduler, 20), cluster.kubeconfig, tmp_path, name=f"{kind}-lenient"
+    )
+    try:
+        await create_pods(api, namespace, pods)
+        early = await stays_unbound(api, namespace, "late-", 4)
+        assert early == [], f"bound before the 8th was placed: {early}"
+        started = time.monotonic()
+        await api.patch("/api/v1/nodes/kwok-node-0", {"metadata": {"labels": {WAIT_LABEL: namespace}}})
+        await wait_bound(api, namespace, "late-", 8, timeout=30)
+        elapsed = time.monotonic() - started
+    finally:
+        await api.patch("/api/v1/nodes/kwok-node-0", {"metadata": {"labels": {WAIT_LABEL: None}}})
+        lenient.stop()
+    spread = await bind_spread(api, namespace, "late-")
+    report(
+        "a-permit",
+        kind,
+        bound_while_8th_missing=0,
+        seconds_to_bind_after_8th_fits=elapsed,
+        bind_spread_seconds=spread,
+    )
+    assert spread < 2.0
+    await delete_pods(api, namespace)
+
+
+async def test_a_gang_that_cannot_fit_binds_nothing_and_holds_nothing(
+    api: ApiClient, namespace: str, kind: str
+) -> None:
+    """(b) minMember 8, pods of 9 cores: one per node, room for 5. Nothing is bound; after the
+    timeout, 5 ordinary pods of the same size take the room."""
+    scheduler = f"gang-{kind}"
+    await create_group(api, namespace, podgroup("big", 8))
+    await create_pods(api, namespace, [member(f"big-{i}", "big", scheduler, "9") for i in range(8)])
+    early = await stays_unbound(api, namespace, "big-", TIMEOUT + 3)
+    assert early == [], f"pods of a gang that cannot fit were bound: {early}"
+    await create_pods(api, namespace, [member(f"other-{i}", None, scheduler, "9") for i in range(5)])
+    elapsed = await wait_bound(api, namespace, "other-", 5, timeout=60)
+    pods = await pods_of(api, namespace)
+    assert bound(pods, "big-") == []
+    report("b", kind, gang_bound=0, others_bound=5, seconds_for_others_to_bind=elapsed)
+    if kind == OURS:
+        # Ours keeps the PodGroup status as upstream's controller would: 8 pods, none running.
+        status = await podgroup_status(
+            api, namespace, "big", lambda status: status.get("phase") == "Scheduling"
+        )
+        assert status.get("running", 0) == 0
+    await delete_pods(api, namespace)
+
+
+async def test_two_competing_gangs_do_not_deadlock(api: ApiClient, namespace: str, kind: str) -> None:
+    """(c) Two gangs of 8 pods of 5 cores (3 per node: 15 fit): each fits alone, not both. One is
+    bound fully, the other not at all; once the first is deleted, the second is bound."""
+    scheduler = f"gang-{kind}"
+    await create_group(api, namespace, podgroup("first", 8))
+    await create_group(api, namespace, podgroup("second", 8))
+    started = time.monotonic()
+    await create_pods(api, namespace, [member(f"first-{i}", "first", scheduler, "5") for i in range(8)])
+    await create_pods(api, namespace, [member(f"second-{i}", "second", scheduler, "5") for i in range(8)])
+
+    async def one_gang_bound() -> str | None:
+        pods = await pods_of(api, namespace)
+        counts = {gang: len(bound(pods, f"{gang}-")) for gang in ("first", "second")}
+        full = [gang for gang, count in counts.items() if count == 8]
+        return full[0] if full else None
+
+    winner = await wait_for(one_gang_bound, "one gang fully bound", timeout=60, interval=0.2)
+    first_elapsed = time.monotonic() - started
+    loser = "second" if winner == "first" else "first"
+    # Past the loser's timeout: it has bound nothing (and holds nothing: the winner is whole).
+    early = await stays_unbound(api, namespace, f"{loser}-", TIMEOUT + 3)
+    assert early == [], f"pods of the losing gang were bound: {early}"
+    await delete_pods(api, namespace, f"{winner}-")
+    second_elapsed = await wait_bound(api, namespace, f"{loser}-", 8, timeout=90)
+    report(
+        "c",
+        kind,
+        winner=winner,
+        winner_bound=8,
+        loser_bound_meanwhile=0,
+        seconds_to_bind_winner=first_elapsed,
+        seconds_to_bind_loser_after_winner_deleted=second_elapsed,
+    )
+    await delete_pods(api, namespace)
+
+
+async def podgroup_status(api: ApiClient, namespace: str, name: str, ready: Any, timeout: float = 30) -> JSON:
+    path = f"{PODGROUPS.format(namespace=namespace)}/{name}"
+
+    async def probe() -> JSON | None:
+        status = (await api.get(path)).get("status") or {}
+        return status if ready(status) else None
+
+    return await wait_for(probe, f"PodGroup {name}'s status", timeout=timeout, interval=0.2)
+
+
+async def test_podgroup_status_follows_its_pods_as_upstreams_controller(
+    api: ApiClient, namespace: str, schedulers: dict[str, SchedulerRun]
+) -> None:
+    """(d) Ours only (upstream's scheduler has no PodGroup controller): Pending with too few pods,
+    Running with minMember running (KWOK runs bound pods), Pending again when one is deleted."""
+    await create_group(api, namespace, podgroup("job", 3))
+    assert (await podgroup_status(api, namespace, "job", lambda s: bool(s.get("phase")))) == {
+        "phase": "Pending"
+    }
+    await create_pods(api, namespace, [member(f"job-{i}", "job", "gang-ours", "1") for i in range(2)])
+    await asyncio.sleep(2)
+    assert (await podgroup_status(api, namespace, "job", lambda s: True)) == {"phase": "Pending"}
+    await create_pods(api, namespace, [member("job-2", "job", "gang-ours", "1")])
+    running = await podgroup_status(api, namespace, "job", lambda s: s.get("phase") == "Running")
+    assert running == {"phase": "Running", "running": 3}
+    await delete_pods(api, namespace, "job-2")
+    short = await podgroup_status(api, namespace, "job", lambda s: s.get("phase") == "Pending")
+    assert short == {"phase": "Pending", "running": 2}
+    report("d", OURS, phases="Pending->Scheduling->Running->Pending", running=3)
+    await delete_pods(api, namespace)
