@@ -175,7 +175,7 @@ def test_a_runtime_command_loads_no_dev_tooling(command: str) -> None:
     """`secsched scheduler` (the image's entry point) and `secsched operator`: the CLI's root
     loads a sub-command's module only when it runs (cli.main.COMMANDS), so what they load is
     the root plus their own module."""
-    module = COMMANDS[command].partition(":")[0]
+    module = COMMANDS[command].target.partition(":")[0]
     assert module in MODULES
     everything = reachable([f"{PACKAGE}.cli.main", module])
     loaded = [module for module in everything if any(under(module, tool) for tool in DEV_TOOLING)]
@@ -184,7 +184,7 @@ def test_a_runtime_command_loads_no_dev_tooling(command: str) -> None:
 
 def test_the_cli_root_imports_no_command() -> None:
     """The commands are imported lazily: the root module names them, it does not import them."""
-    commands = {spec.partition(":")[0] for spec in COMMANDS.values()}
+    commands = {spec.target.partition(":")[0] for spec in COMMANDS.values()}
     assert commands & set(reachable([f"{PACKAGE}.cli.main"])) == set()
 
 

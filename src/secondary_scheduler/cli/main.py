@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+from dataclasses import dataclass
 
 import click
 
@@ -11,20 +12,42 @@ from secondary_scheduler import __version__
 from secondary_scheduler.cli.errors import ContractGroup
 from secondary_scheduler.scheduler.options import normalise_argv
 
-COMMANDS: dict[str, str] = {
-    "cluster": "secondary_scheduler.cli.cluster_cmd:cluster",
-    "config": "secondary_scheduler.cli.config_cmd:config",
-    "demo": "secondary_scheduler.cli.demo_cmd:demo",
-    "operator": "secondary_scheduler.cli.operator_cmd:operator",
-    "scheduler": "secondary_scheduler.cli.scheduler_cmd:scheduler",
-    "score": "secondary_scheduler.cli.score_cmd:score",
-    "snapshot": "secondary_scheduler.cli.snapshot_cmd:snapshot",
-}
-"""Command name -> ``module:attribute`` of its click command, imported only when it runs.
 
-Lazy, so that `secsched scheduler` (the image's entry point) and `secsched operator` load
-neither the local cluster, the demo nor their dependencies (matplotlib, httpx).
-"""
+@dataclass(frozen=True)
+class LazyCommand:
+    target: str
+    """``module:attribute`` of the click command, imported only when the command runs."""
+    summary: str
+    """The line `secsched --help` shows (without importing the command)."""
+
+
+COMMANDS: dict[str, LazyCommand] = {
+    "cluster": LazyCommand(
+        "secondary_scheduler.cli.cluster_cmd:cluster", "A real Kubernetes control plane on this machine."
+    ),
+    "config": LazyCommand(
+        "secondary_scheduler.cli.config_cmd:config", "Check KubeSchedulerConfiguration files."
+    ),
+    "demo": LazyCommand(
+        "secondary_scheduler.cli.demo_cmd:demo", "Run the whole system here and compare it with upstream."
+    ),
+    "operator": LazyCommand(
+        "secondary_scheduler.cli.operator_cmd:operator", "The SecondaryScheduler operator (run, render)."
+    ),
+    "scheduler": LazyCommand("secondary_scheduler.cli.scheduler_cmd:scheduler", "Run the scheduler."),
+    "score": LazyCommand(
+        "secondary_scheduler.cli.score_cmd:score", "Explain one scheduling cycle over a snapshot."
+    ),
+    "snapshot": LazyCommand(
+        "secondary_scheduler.cli.snapshot_cmd:snapshot",
+        "Write a `secsched score` snapshot of a live cluster.",
+    ),
+}
+"""Lazy, so that `secsched scheduler` (the image's entry point) and `secsched operator` load
+neither the local cluster, the demo nor their dependencies (matplotlib, httpx, rich)."""
+
+EXTRA_OF_PACKAGE = {"rich": "cli", "httpx": "cluster", "matplotlib": "demo", "kopf": "operator"}
+"""Optional dependencies, and the extra of this package that installs each."""
 
 
 class LazyGroup(ContractGroup):
@@ -33,13 +56,30 @@ class LazyGroup(ContractGroup):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *COMMANDS})
 
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The command list from COMMANDS' summaries: `--help` works with only the base install."""
+        rows = [(name, COMMANDS[name].summary) for name in self.list_commands(ctx) if name in COMMANDS]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name not in COMMANDS:
             return super().get_command(ctx, cmd_name)
-        module, _, attribute = COMMANDS[cmd_name].partition(":")
-        command = getattr(importlib.import_module(module), attribute)
+        module, _, attribute = COMMANDS[cmd_name].target.partition(":")
+        try:
+            command = getattr(importlib.import_module(module), attribute)
+        except ModuleNotFoundError as error:
+            package = (error.name or "").partition(".")[0]
+            if package not in EXTRA_OF_PACKAGE:
+                raise
+            extra = EXTRA_OF_PACKAGE[package]
+            raise click.ClickException(
+                f"`secsched {cmd_name}` needs {package}, which this installation lacks: "
+                f"pip install 'secondary-scheduler[{extra}]'"
+            ) from None
         if not isinstance(command, click.Command):
-            raise TypeError(f"{COMMANDS[cmd_name]} is not a click command")
+            raise TypeError(f"{COMMANDS[cmd_name].target} is not a click command")
         return command
 
 

@@ -606,7 +606,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if options.debian_snapshot is None:
         console.print(
             f"note: Debian packages come from today's {DEBIAN_MIRROR} (bookworm, -updates, -security), "
-            "not a fixed snapshot; pass --debian-snapshot for one (snapshot.debian.org must be reachable)"
+            "not a fixed snapshot; pass --debian-snapshot for one (snapshot.debian.org must be reachable)",
+            soft_wrap=True,
         )
     try:
         built = build(args.image or sorted(IMAGES, reverse=True), options)

@@ -15,7 +15,9 @@ import asyncio
 import contextlib
 import datetime
 import logging
+import os
 import signal
+import socket
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -212,6 +214,15 @@ async def serve_readiness(controller: Controller, endpoint: str) -> web.AppRunne
     return runner
 
 
+def operator_identity() -> str:
+    """Who this operator process is, for kopf: `POD_ID` if set, else host name and pid.
+
+    kopf's own default asks the OS user database for the user's name, which fails when the
+    container runs as a UID without a passwd entry (OpenShift's restricted SCC picks one).
+    """
+    return os.environ.get("POD_ID") or f"{socket.gethostname()}/{os.getpid()}"
+
+
 def build_settings() -> kopf.OperatorSettings:
     settings = kopf.OperatorSettings()
     settings.peering.standalone = True  # one replica (deploy/05 uses Recreate): no peering CRDs
@@ -261,6 +272,7 @@ async def run(
                 settings=build_settings(),
                 namespaces=[options.namespace],
                 standalone=True,
+                identity=operator_identity(),  # type: ignore[arg-type]  # kopf's NewType over str
                 liveness_endpoint=options.liveness_endpoint,
                 stop_flag=stop_flag,
                 ready_flag=ready_flag,
