@@ -26,22 +26,20 @@ Run as `python -m secondary_scheduler.cluster.provisioner --kubeconfig K`.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import datetime
 import hashlib
 import itertools
 import logging
-import signal
 import socket
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from secondary_scheduler.cluster.controllerproc import controller_main
 from secondary_scheduler.cluster.nodes import MAX_VOLUMES_LABEL, STORAGE_LABEL
-from secondary_scheduler.kube import kubeconfig
 from secondary_scheduler.kube.client import JSON, ApiClient, ApiError, ApiUnavailable
 from secondary_scheduler.kube.quantity import QuantityError, format_bytes, int_value
 from secondary_scheduler.kube.reflector import Reflector
@@ -707,34 +705,14 @@ def _drivers(csinode: JSON) -> dict[str, int | None]:
     }
 
 
-async def serve(args: argparse.Namespace) -> None:
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
-    async with ApiClient(
-        kubeconfig.load(args.kubeconfig), qps=0, burst=0, user_agent="secsched-provisioner"
-    ) as api:
-        await Provisioner(api, resync_seconds=args.resync_seconds).run(stop)
-    log.info("stopped")
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    controller_main(
+        __doc__ or "",
+        "secsched-provisioner",
+        lambda api, resync: Provisioner(api, resync_seconds=resync),
+        resync_help="reconcile at least this often, changes or not",
+        verbose_help="debug logging: every capacity change and API request",
     )
-    parser.add_argument("--kubeconfig", required=True)
-    parser.add_argument(
-        "--resync-seconds", type=float, default=30.0, help="reconcile at least this often, changes or not"
-    )
-    parser.add_argument(
-        "-v", "--verbose", action="store_true", help="debug logging: every capacity change and API request"
-    )
-    args = parser.parse_args()
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO, format="%(asctime)s %(levelname)s %(message)s"
-    )
-    asyncio.run(serve(args))
 
 
 if __name__ == "__main__":

@@ -27,18 +27,16 @@ Run as `python -m secondary_scheduler.cluster.topologyexporter --kubeconfig K`.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import logging
-import signal
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
+from secondary_scheduler.cluster.controllerproc import controller_main
 from secondary_scheduler.cluster.nodes import NUMA_ZONES_LABEL
-from secondary_scheduler.kube import kubeconfig
 from secondary_scheduler.kube.client import JSON, ApiClient, ApiError, ApiUnavailable
 from secondary_scheduler.kube.quantity import QuantityError, parse_quantity
 from secondary_scheduler.kube.reflector import Reflector
@@ -410,30 +408,14 @@ class TopologyExporter:
         return written
 
 
-async def serve(args: argparse.Namespace) -> None:
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
-    async with ApiClient(
-        kubeconfig.load(args.kubeconfig), qps=0, burst=0, user_agent="secsched-topology-exporter"
-    ) as api:
-        await TopologyExporter(api, resync_seconds=args.resync_seconds).run(stop)
-    log.info("stopped")
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    controller_main(
+        __doc__ or "",
+        "secsched-topology-exporter",
+        lambda api, resync: TopologyExporter(api, resync_seconds=resync),
+        resync_help="republish at least this often",
+        verbose_help="debug logging",
     )
-    parser.add_argument("--kubeconfig", required=True)
-    parser.add_argument("--resync-seconds", type=float, default=30.0, help="republish at least this often")
-    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
-    args = parser.parse_args()
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO, format="%(asctime)s %(levelname)s %(message)s"
-    )
-    asyncio.run(serve(args))
 
 
 if __name__ == "__main__":
