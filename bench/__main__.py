@@ -19,6 +19,9 @@ DEFAULT_PODS = {100: 1000, 1000: 2000, 5000: 3000}
 """Measured pods per size for the throughput section when --pods is not given (2,000 otherwise)."""
 VOLUME_DEFAULT_SIZES = (1000,)
 """The volumes section measures here unless --sizes is given (then at every size)."""
+GANG_DEFAULT_SIZES = (1000,)
+"""The gang section measures here unless --sizes is given (then at every size)."""
+SECTION_DEFAULT_SIZES = {"volumes": VOLUME_DEFAULT_SIZES, "gang": GANG_DEFAULT_SIZES}
 
 
 def _numbers(text: str) -> tuple[int, ...]:
@@ -29,6 +32,13 @@ def _numbers(text: str) -> tuple[int, ...]:
     if not values or any(value <= 0 for value in values):
         raise argparse.ArgumentTypeError(f"expected positive numbers, got {text!r}")
     return values
+
+
+def _range(text: str) -> tuple[int, int]:
+    values = _numbers(text)
+    if len(values) != 2 or values[0] > values[1]:
+        raise argparse.ArgumentTypeError(f"expected MIN,MAX with MIN <= MAX, got {text!r}")
+    return values[0], values[1]
 
 
 def _sections(text: str) -> tuple[str, ...]:
@@ -52,8 +62,8 @@ def parser() -> argparse.ArgumentParser:
         "--sizes",
         type=_numbers,
         default=None,
-        help="cluster sizes in nodes (default 100,1000,5000; 1000 when only the volumes section runs); "
-        "the volumes section measures at every size given here, by default at 1000 only",
+        help="cluster sizes in nodes (default 100,1000,5000; 1000 when only the volumes or gang sections "
+        "run); the volumes and gang sections measure at every size given here, by default at 1000 only",
     )
     p.add_argument(
         "--pods",
@@ -67,6 +77,19 @@ def parser() -> argparse.ArgumentParser:
         type=_numbers,
         default=(500,),
         help="PVC-bearing pods per size of the volumes section (one value, or one per size)",
+    )
+    p.add_argument(
+        "--gang-groups",
+        type=_numbers,
+        default=(50,),
+        help="PodGroups per size of the gang section (one value, or one per size; default 50, at 1000 "
+        "nodes unless --sizes is given)",
+    )
+    p.add_argument(
+        "--gang-members",
+        type=_range,
+        default=(8, 16),
+        help="MIN,MAX pods of a gang in the gang section (minMember is the gang's size; default 8,16)",
     )
     p.add_argument("--qps", type=float, default=5000.0, help="client QPS of both schedulers")
     p.add_argument("--burst", type=int, default=5000, help="client burst of both schedulers")
@@ -109,12 +132,12 @@ def parser() -> argparse.ArgumentParser:
 
 def _sizes(given: tuple[int, ...] | None, sections: Sequence[str]) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """(the cluster's sizes, the volumes section's sizes): ``--sizes`` for both if given; else the
-    defaults of the sections that run (throughput and placement 100, 1000, 5000; volumes 1000)."""
+    defaults of the sections that run (throughput and placement 100, 1000, 5000; volumes and gang 1000)."""
     if given:
         return given, given
     sizes: set[int] = set()
     for name in sections:
-        sizes.update(VOLUME_DEFAULT_SIZES if name == "volumes" else DEFAULT_SIZES)
+        sizes.update(SECTION_DEFAULT_SIZES.get(name, DEFAULT_SIZES))
     return tuple(sorted(sizes)), VOLUME_DEFAULT_SIZES
 
 
@@ -127,6 +150,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         volume_pods = volume_pods * len(volume_sizes)
     if len(volume_pods) != len(volume_sizes):
         parser().error(f"--volume-pods has {len(volume_pods)} values for {len(volume_sizes)} sizes")
+    gang_sizes = args.sizes or GANG_DEFAULT_SIZES
+    gang_groups: tuple[int, ...] = args.gang_groups
+    if len(gang_groups) == 1:
+        gang_groups = gang_groups * len(gang_sizes)
+    if len(gang_groups) != len(gang_sizes):
+        parser().error(f"--gang-groups has {len(gang_groups)} values for {len(gang_sizes)} sizes")
     if len(pods) == 1:
         pods = pods * len(sizes)
     if len(pods) != len(sizes):
@@ -148,6 +177,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         workdir=workdir.resolve(),
         volume_sizes=tuple(size for size, _ in sorted(zip(volume_sizes, volume_pods, strict=True))),
         volume_pods=tuple(count for _, count in sorted(zip(volume_sizes, volume_pods, strict=True))),
+        gang_sizes=tuple(size for size, _ in sorted(zip(gang_sizes, gang_groups, strict=True))),
+        gang_groups=tuple(count for _, count in sorted(zip(gang_sizes, gang_groups, strict=True))),
+        gang_members=args.gang_members,
     )
     output = None if args.output == "-" else Path(args.output)
     markdown = run(

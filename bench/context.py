@@ -39,12 +39,21 @@ class BenchOptions:
     """Sizes at which the volumes section measures (a subset of ``sizes``)."""
     volume_pods: tuple[int, ...] = ()
     """PVC-bearing pods per volume size, aligned with ``volume_sizes``."""
+    gang_sizes: tuple[int, ...] = ()
+    """Sizes at which the gang section measures (a subset of ``sizes``)."""
+    gang_groups: tuple[int, ...] = ()
+    """PodGroups per gang size, aligned with ``gang_sizes``."""
+    gang_members: tuple[int, int] = (8, 16)
+    """The fewest and the most pods of a gang (minMember is its size)."""
 
     def pods_for(self, nodes: int) -> int:
         return self.pods[self.sizes.index(nodes)]
 
     def volume_pods_for(self, nodes: int) -> int:
         return self.volume_pods[self.volume_sizes.index(nodes)]
+
+    def gang_groups_for(self, nodes: int) -> int:
+        return self.gang_groups[self.gang_sizes.index(nodes)]
 
 
 @dataclass

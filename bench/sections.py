@@ -67,8 +67,15 @@ def _volumes(options: BenchOptions) -> Section:
     return VolumesSection(options)
 
 
+def _gang(options: BenchOptions) -> Section:
+    from bench.gang import GangSection
+
+    return GangSection(options)
+
+
 SECTIONS: dict[str, Callable[[BenchOptions], Section]] = {
     "throughput": _throughput,
     "volumes": _volumes,
+    "gang": _gang,
     "placement": _placement,
 }

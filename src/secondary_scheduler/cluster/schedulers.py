@@ -146,6 +146,30 @@ def ours_command() -> list[str]:
     return [sys.executable, "-m", "secondary_scheduler.cli", "scheduler"]
 
 
+COSCHEDULING_PROFILE = """\
+    plugins:
+      queueSort:
+        enabled:
+          - name: Coscheduling
+        disabled:
+          - name: "*"
+      preFilter:
+        enabled:
+          - name: Coscheduling
+      postFilter:
+        enabled:
+          - name: Coscheduling
+      permit:
+        enabled:
+          - name: Coscheduling
+      reserve:
+        enabled:
+          - name: Coscheduling
+"""
+"""Profile lines (for `scheduler_config`'s `profile_extra`) enabling Coscheduling as
+scheduler-plugins' README does; no pluginConfig, so the default args. Both schedulers read it."""
+
+
 def scheduler_config(
     scheduler_name: str,
     *,

@@ -41,32 +41,6 @@ with Coscheduling as the rejector, whose events (PodGroup and Pod adds) do not i
 
 Progress = Callable[[str], None]
 
-COSCHEDULING_PROFILE = """\
-    plugins:
-      queueSort:
-        enabled:
-          - name: Coscheduling
-        disabled:
-          - name: "*"
-      preFilter:
-        enabled:
-          - name: Coscheduling
-      postFilter:
-        enabled:
-          - name: Coscheduling
-      permit:
-        enabled:
-          - name: Coscheduling
-      reserve:
-        enabled:
-          - name: Coscheduling
-    pluginConfig:
-      - name: Coscheduling
-        args:
-          permitWaitingTimeSeconds: 30
-"""
-"""Profile lines (under `- schedulerName:`) enabling Coscheduling as scheduler-plugins documents it."""
-
 
 @dataclass(frozen=True)
 class Job:

@@ -19,9 +19,14 @@ from rich.table import Table
 
 from secondary_scheduler.cluster.localcluster import ClusterOptions, LocalCluster
 from secondary_scheduler.cluster.progress import console, step
-from secondary_scheduler.cluster.schedulers import OURS, UPSTREAM, scheduler_config, start_scheduler
-from secondary_scheduler.demo.gang import (
+from secondary_scheduler.cluster.schedulers import (
     COSCHEDULING_PROFILE,
+    OURS,
+    UPSTREAM,
+    scheduler_config,
+    start_scheduler,
+)
+from secondary_scheduler.demo.gang import (
     OTHER_JOB_WATCH_SECONDS,
     WORKER_MILLI_CPU,
     GangResult,
