@@ -7,8 +7,8 @@ gang that cannot fit is retried round after round (each round's leftover activat
 restarts it); activated pods wait out their own backoff in ours (see
 ``SchedulingQueue.activate``), so other pods still get in. The Permit case runs its own
 process per scheduler, profile ``gang-<kind>-lenient`` with ``podGroupRejectPercentage: 20``
-(a gang short of one pod in eight is not rejected in PostFilter, so its placed pods go on waiting at Permit): upstream
-refuses profiles whose queueSort args differ. Every case runs once per
+(a gang short of one pod in eight is not rejected in PostFilter, so its placed pods go on
+waiting at Permit): upstream refuses profiles whose queueSort args differ. Every case runs once per
 scheduler, on the session's 5 KWOK nodes (16 cores each, 15900m allocatable): pods are
 sized in cpu so that the room is what the case needs. Each case prints its figures (bound
 pods, time to bind the gang, spread of the bind times) as ``coscheduling[case/kind]: ...``.
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -44,6 +45,8 @@ KINDS = (OURS, UPSTREAM)
 TIMEOUT = 5
 """scheduleTimeoutSeconds of the cases' PodGroups: how long placed pods wait for the rest."""
 WAIT_LABEL = "secsched.io/gang-test"
+VERBOSITY = (f"--v={os.environ['COSCHEDULING_TEST_V']}",) if os.environ.get("COSCHEDULING_TEST_V") else ()
+"""Set COSCHEDULING_TEST_V (e.g. 4) to log both schedulers at that level, for timing studies."""
 
 
 def config(scheduler: str, reject_percentage: int = 10, backoff: int = 0) -> str:
@@ -88,7 +91,7 @@ def schedulers(
     try:
         for kind in KINDS:
             runs[kind] = start_scheduler(
-                kind, config(f"gang-{kind}"), cluster.kubeconfig, directory, name=kind
+                kind, config(f"gang-{kind}"), cluster.kubeconfig, directory, name=kind, extra_args=VERBOSITY
             )
         yield runs
     finally:
@@ -221,7 +224,12 @@ async def test_placed_pods_wait_at_permit_until_the_last_member_is_placed(
     pods.append(member("late-7", "late", scheduler, "1", nodeSelector={WAIT_LABEL: namespace}))
     # kube-scheduler wants the same queueSort (args included) in every profile: a process of its own.
     lenient = start_scheduler(
-        kind, config(scheduler, 20), cluster.kubeconfig, tmp_path, name=f"{kind}-lenient"
+        kind,
+        config(scheduler, 20),
+        cluster.kubeconfig,
+        tmp_path,
+        name=f"{kind}-lenient",
+        extra_args=VERBOSITY,
     )
     try:
         await create_pods(api, namespace, pods)
