@@ -28,6 +28,7 @@ import yaml
 
 from secondary_scheduler.cluster.kubeconfigs import write_token_kubeconfig
 from secondary_scheduler.cluster.localcluster import LocalCluster, free_port
+from secondary_scheduler.kube import kubeconfig as kubeconfig_loader
 from secondary_scheduler.kube.client import ApiClient, ApiError, plural_of, resource_path
 from secondary_scheduler.kube.wait import wait_for
 from secondary_scheduler.operator import controller, names
@@ -44,6 +45,9 @@ CR_PATH = f"/apis/operator.openshift.io/v1/namespaces/{NS}/secondaryschedulers/c
 DEPLOYMENT_PATH = f"/apis/apps/v1/namespaces/{NS}/deployments/secondary-scheduler"
 CONFIGMAP_PATH = f"/api/v1/namespaces/{NS}/configmaps/{CONFIGMAP}"
 CLUSTER_BINDINGS = (names.CRB_KUBE_SCHEDULER, names.CRB_VOLUME_SCHEDULER)
+AUTH_READER_PATH = (
+    f"/apis/rbac.authorization.k8s.io/v1/namespaces/kube-system/rolebindings/{names.AUTH_READER_BINDING}"
+)
 RESYNC = 5.0
 
 
@@ -336,6 +340,11 @@ async def test_seed_config_deploys_the_scheduler_as_upstream_does(
         assert binding["subjects"] == [
             {"kind": "ServiceAccount", "name": "secondary-scheduler", "namespace": NS}
         ]
+    # kube-system's auth reader, granted with deploy/03a's rights (by name, `bind` on the Role).
+    reader = await admin.get(AUTH_READER_PATH)
+    assert reader["roleRef"]["name"] == "extension-apiserver-authentication-reader"
+    assert reader["subjects"] == [{"kind": "ServiceAccount", "name": "secondary-scheduler", "namespace": NS}]
+    assert "ownerReferences" not in reader["metadata"]
     lease_role = await admin.get(
         f"/apis/rbac.authorization.k8s.io/v1/namespaces/{NS}/roles/secondary-scheduler-operand"
     )
@@ -371,7 +380,8 @@ async def test_the_deployments_scheduler_schedules_a_pod_with_only_the_operators
 ) -> None:
     """Run `secsched scheduler` as the Deployment's pod would: its exact args (only file paths
     rewritten, plus --kubeconfig and a free --secure-port so a scheduler elsewhere on this machine
-    cannot collide on 10259), as ServiceAccount secondary-scheduler."""
+    cannot collide on 10259), as ServiceAccount secondary-scheduler; the delegated authentication
+    and authorization kubeconfigs, in-cluster in the pod, are that account's too."""
     deployment = await settled(admin)
     (main,) = deployment["spec"]["template"]["spec"]["containers"]
     configmap = await admin.get(CONFIGMAP_PATH)
@@ -390,7 +400,15 @@ async def test_the_deployments_scheduler_schedules_a_pod_with_only_the_operators
     log_file = tmp_path / "scheduler.log"
     with log_file.open("wb") as log:
         process = subprocess.Popen(
-            [str(secsched), "scheduler", *args, f"--kubeconfig={kubeconfig}", f"--secure-port={free_port()}"],
+            [
+                str(secsched),
+                "scheduler",
+                *args,
+                f"--kubeconfig={kubeconfig}",
+                f"--authentication-kubeconfig={kubeconfig}",
+                f"--authorization-kubeconfig={kubeconfig}",
+                f"--secure-port={free_port()}",
+            ],
             stdout=log,
             stderr=subprocess.STDOUT,
         )
@@ -424,6 +442,14 @@ async def test_the_deployments_scheduler_schedules_a_pod_with_only_the_operators
         assert node.startswith("kwok-node-")
         lease = await admin.get(f"/apis/coordination.k8s.io/v1/namespaces/{NS}/leases/secondary-scheduler")
         assert lease["spec"].get("holderIdentity"), "the scheduler took part in leader election"
+        # The rendered auth reader let it read the client CA: no start-up warning about it.
+        log_text = log_file.read_text()
+        assert "extension-apiserver-authentication" not in log_text, log_text[-3000:]
+        async with ApiClient(kubeconfig_loader.from_kubeconfig(str(kubeconfig))) as scheduler_api:
+            configmap = await scheduler_api.get(
+                "/api/v1/namespaces/kube-system/configmaps/extension-apiserver-authentication"
+            )
+        assert "client-ca-file" in configmap["data"]
     finally:
         process.terminate()
         try:
@@ -522,12 +548,18 @@ async def test_manual_edits_are_reverted(admin: ApiClient, operator: None) -> No
     await admin.patch(DEPLOYMENT_PATH, {"spec": {"replicas": 4}})
     await admin.delete(f"/api/v1/namespaces/{NS}/services/metrics")
     await admin.delete(f"/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{names.CRB_KUBE_SCHEDULER}")
+    await admin.delete(AUTH_READER_PATH)
     await settled(admin, replicas=1, timeout=60)
     await wait_for(
         lambda: _exists(admin, f"/api/v1/namespaces/{NS}/services/metrics"), "Service metrics back", 30
     )
     crb = f"/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{names.CRB_KUBE_SCHEDULER}"
     await wait_for(lambda: _exists(admin, crb), "the ClusterRoleBinding back (periodic resync)", RESYNC * 4)
+    await wait_for(
+        lambda: _exists(admin, AUTH_READER_PATH),
+        "kube-system's RoleBinding back (periodic resync)",
+        RESYNC * 4,
+    )
     assert "DriftReverted" in await event_reasons(admin)
 
 
@@ -619,6 +651,7 @@ async def test_removed_deletes_the_scheduler_and_keeps_the_cr(admin: ApiClient, 
         return not await _left(admin)
 
     await wait_for(all_deleted, "every managed object to be deleted", 30)
+    assert await get(admin, AUTH_READER_PATH) is None  # kube-system's binding too (in managed_refs)
     assert await get(admin, CR_PATH) is not None
     await patch_spec(admin, {"managementState": "Managed"})
     await settled(admin)
@@ -706,9 +739,11 @@ async def test_deleting_the_cr_leaves_nothing_behind(admin: ApiClient, operator:
     assert await _exists(
         admin, f"/apis/rbac.authorization.k8s.io/v1/clusterroles/{names.PLUGINS_CLUSTER_ROLE}"
     )
+    assert await _exists(admin, AUTH_READER_PATH)
     await admin.delete(CR_PATH)
     await wait_for(lambda: _gone(admin, CR_PATH), "the CR to be finalized and deleted", 30)
     assert await _left(admin) == []  # cluster-scoped bindings included: the finalizer deleted them
+    assert await _gone(admin, AUTH_READER_PATH)  # and kube-system's, which no ownerReference covers
 
     async def no_pods_or_replicasets() -> bool:
         selector = {"labelSelector": "app=secondary-scheduler"}

@@ -36,7 +36,8 @@ from secondary_scheduler.operator.reconcile import Reconciler
 log = logging.getLogger(__name__)
 
 OPERATOR_RBAC = (
-    "apply deploy/'s RBAC for the operator's ServiceAccount (02_clusterrole, 03_clusterrolebinding, 03_role)"
+    "apply deploy/'s RBAC for the operator's ServiceAccount "
+    "(02_clusterrole, 03_clusterrolebinding, 03_role, 03a_kube-system_role)"
 )
 
 TOKEN_FILE_RELOGIN = datetime.timedelta(minutes=5)

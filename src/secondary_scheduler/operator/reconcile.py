@@ -18,6 +18,7 @@ from secondary_scheduler.kube.client import JSON, ApiClient, ApiError, plural_of
 from secondary_scheduler.kube.events import EventRecorder, ObjectReference
 from secondary_scheduler.operator import certs, loglevel, names
 from secondary_scheduler.operator.render import (
+    BEST_EFFORT,
     SERVICE_MONITOR_API,
     ClusterFacts,
     ObjectRef,
@@ -134,8 +135,8 @@ class Reconciler:
                 self.namespace, instance.generation, "Managed", apply_error=f"reading the cluster: {error}"
             )
         desired = plan(instance, configmap, facts)
-        deployment, failure = await self._apply(desired, before)
-        await self._announce(meta, desired, before, deployment)
+        deployment, failure, skipped = await self._apply(desired, before)
+        await self._announce(meta, desired, before, deployment, skipped)
         return Outcome(
             self.namespace,
             instance.generation,
@@ -145,16 +146,24 @@ class Reconciler:
             deployment=deployment,
         )
 
-    async def _apply(self, desired: Plan, before: JSON | None) -> tuple[JSON | None, str | None]:
+    async def _apply(self, desired: Plan, before: JSON | None) -> tuple[JSON | None, str | None, list[str]]:
         """Apply every object in order, then delete the unwanted optional ones.
 
-        Stops at the first failure, so the Deployment never goes ahead of its RBAC."""
+        Stops at the first failure, so the Deployment never goes ahead of its RBAC; except that a
+        best-effort object the API server forbids is skipped (listed in the third item)."""
         deployment = before
+        skipped: list[str] = []
+        best_effort = {(ref.kind, ref.namespace, ref.name) for ref in desired.best_effort}
         for obj in desired.objects:
             try:
                 applied = await self.api.apply(obj, names.FIELD_MANAGER)
             except ApiError as error:
-                return deployment, f"cannot apply {_describe(obj)}: {error}"
+                meta = obj["metadata"]
+                if error.status == 403 and (obj["kind"], meta.get("namespace"), meta["name"]) in best_effort:
+                    log.warning("cannot apply %s, going on without it: %s", _describe(obj), error)
+                    skipped.append(_describe(obj))
+                    continue
+                return deployment, f"cannot apply {_describe(obj)}: {error}", skipped
             if obj["kind"] == "Deployment":
                 deployment = applied
         for ref in desired.absent:
@@ -163,10 +172,12 @@ class Reconciler:
                 log.info("deleted %s %s: no longer needed", ref.kind, ref.name)
             except ApiError as error:
                 if not error.not_found:
-                    return deployment, f"cannot delete {ref.kind} {ref.name}: {error}"
-        return deployment, None
+                    return deployment, f"cannot delete {ref.kind} {ref.name}: {error}", skipped
+        return deployment, None, skipped
 
-    async def _announce(self, meta: JSON, desired: Plan, before: JSON | None, after: JSON | None) -> None:
+    async def _announce(
+        self, meta: JSON, desired: Plan, before: JSON | None, after: JSON | None, skipped: list[str]
+    ) -> None:
         """Events for what changed or needs a person; the recorder drops recent repeats."""
         config = desired.config
         if config.blocks_rollout:
@@ -180,6 +191,8 @@ class Reconciler:
             )
         for note in desired.notes:
             await self.post_event(meta, "Warning", "ManualRBACNeeded", note)
+        for what in skipped:
+            await self.post_event(meta, "Warning", "ManualRBACNeeded", _skipped_message(what, self.namespace))
         if after is None or desired.deployment is None:
             return
         if before is None:
@@ -247,8 +260,10 @@ class Reconciler:
     async def remove(self) -> list[str]:
         """Delete every object the operator manages here (Removed, or the CR is going away).
 
-        Cluster-scoped bindings are deleted only if they bind this namespace's ServiceAccount,
-        the serving-cert Secret only if we made it. Returns what was deleted."""
+        Cluster-scoped bindings (and kube-system's) are deleted only if they bind this namespace's
+        ServiceAccount, the serving-cert Secret only if we made it; a best-effort object the
+        operator may not even read is skipped (it could not have created it either). Returns what
+        was deleted."""
         deleted = []
         for ref in managed_refs(self.namespace):
             path = _ref_path(ref)
@@ -259,6 +274,9 @@ class Reconciler:
                 await self.api.delete(path, {"propagationPolicy": "Background"})
             except ApiError as error:
                 if error.not_found:
+                    continue
+                if error.status == 403 and ref in BEST_EFFORT:
+                    log.warning("cannot delete %s %s/%s: %s", ref.kind, ref.namespace, ref.name, error)
                     continue
                 raise
             deleted.append(f"{ref.kind} {ref.name}")
@@ -320,11 +338,22 @@ def _self_signed(secret: JSON) -> bool:
     return (secret["metadata"].get("annotations") or {}).get(names.SELF_SIGNED_ANNOTATION) == "true"
 
 
+def _skipped_message(what: str, namespace: str) -> str:
+    return (
+        f"the operator may not create {what} (its RBAC predates it: apply deploy/'s "
+        f"03a_kube-system_role.yaml, or the CSV's clusterPermissions), so the scheduler cannot read "
+        f"ConfigMap {names.AUTH_NAMESPACE}/extension-apiserver-authentication and accepts no client "
+        f"certificates; or grant it yourself: `kubectl create rolebinding {names.AUTH_READER_BINDING} "
+        f"-n {names.AUTH_NAMESPACE} --role={names.AUTH_READER_ROLE} "
+        f"--serviceaccount={namespace}:{names.OPERAND}`"
+    )
+
+
 def _ours(current: JSON, ref: ObjectRef, namespace: str) -> bool:
     """Whether a managed name really is this instance's object (never delete someone else's)."""
     if ref.kind == "Secret":
         return _self_signed(current)
-    if ref.kind == "ClusterRoleBinding":
+    if ref.kind == "ClusterRoleBinding" or (ref.kind == "RoleBinding" and ref.namespace != namespace):
         return any(subject.get("namespace") == namespace for subject in current.get("subjects") or [])
     if ref.kind == "ClusterRole":
         return (current["metadata"].get("labels") or {}).get(names.MANAGED_BY_KEY) == names.MANAGED_BY

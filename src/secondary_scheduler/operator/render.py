@@ -56,6 +56,11 @@ class ObjectRef:
     namespace: str | None = None
 
 
+AUTH_READER_REF = ObjectRef(RBAC_API, "RoleBinding", names.AUTH_READER_BINDING, names.AUTH_NAMESPACE)
+BEST_EFFORT = (AUTH_READER_REF,)
+"""What the operator may lack the rights to (RBAC that predates it): see `Plan.best_effort`."""
+
+
 @dataclass(frozen=True)
 class Plan:
     objects: tuple[JSON, ...]
@@ -65,6 +70,9 @@ class Plan:
     config: ConfigCheck
     notes: tuple[str, ...] = field(default_factory=tuple)
     """What a person has to do by hand (RBAC the operator may not grant)."""
+    best_effort: tuple[ObjectRef, ...] = field(default_factory=tuple)
+    """Objects in `objects` the scheduler runs without, only less capable: when the API server
+    forbids one (an operator installed with older RBAC) the rollout goes on, with a warning."""
 
     @property
     def deployment(self) -> JSON | None:
@@ -101,6 +109,7 @@ def plan(
         _namespaced(instance, "v1", "ServiceAccount", names.OPERAND),
         _cluster_role_binding(instance, names.CRB_KUBE_SCHEDULER, "system:kube-scheduler", owned=True),
         _cluster_role_binding(instance, names.CRB_VOLUME_SCHEDULER, "system:volume-scheduler", owned=True),
+        _auth_reader_binding(instance),
         _service(instance),
         _prometheus_role(instance),
         _role_binding(instance, names.PROMETHEUS_ROLE, "prometheus-k8s", "openshift-monitoring"),
@@ -141,7 +150,7 @@ def plan(
         objects.append(_serving_cert_secret(instance, facts.serving_cert))
     if not config.blocks_rollout or deploy_anyway:
         objects.append(_deployment(instance, configmap or {}, replicas_for(instance, facts.matching_nodes)))
-    return Plan(tuple(objects), tuple(absent), config, notes)
+    return Plan(tuple(objects), tuple(absent), config, notes, BEST_EFFORT)
 
 
 def managed_refs(namespace: str) -> tuple[ObjectRef, ...]:
@@ -161,6 +170,7 @@ def managed_refs(namespace: str) -> tuple[ObjectRef, ...]:
         ObjectRef(RBAC_API, "ClusterRoleBinding", names.PLUGINS_CLUSTER_ROLE),
         ObjectRef(RBAC_API, "ClusterRole", names.PLUGINS_CLUSTER_ROLE),
         ObjectRef(RBAC_API, "ClusterRoleBinding", names.CRB_VOLUME_SCHEDULER),
+        AUTH_READER_REF,
         ObjectRef(RBAC_API, "ClusterRoleBinding", names.CRB_KUBE_SCHEDULER),
         ObjectRef("v1", "ServiceAccount", names.OPERAND, namespace),
     )
@@ -202,6 +212,24 @@ def _cluster_role_binding(instance: Instance, name: str, role: str, owned: bool 
         "metadata": metadata,
         "subjects": [{"kind": "ServiceAccount", "name": names.OPERAND, "namespace": instance.namespace}],
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+    }
+
+
+def _auth_reader_binding(instance: Instance) -> JSON:
+    """`get` on ConfigMap kube-system/extension-apiserver-authentication for the scheduler.
+
+    In another namespace than the CR, so no ownerReference (the garbage collector would delete
+    it at once): like the ClusterRoleBindings, the finalizer and Removed delete it."""
+    return {
+        "apiVersion": RBAC_API,
+        "kind": "RoleBinding",
+        "metadata": {
+            "name": names.AUTH_READER_BINDING,
+            "namespace": names.AUTH_NAMESPACE,
+            "labels": _labels(),
+        },
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": names.AUTH_READER_ROLE},
+        "subjects": [{"kind": "ServiceAccount", "name": names.OPERAND, "namespace": instance.namespace}],
     }
 
 

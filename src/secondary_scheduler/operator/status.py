@@ -137,7 +137,8 @@ def _degraded(outcome: Outcome) -> Condition:
             "True",
             "ApplyFailed",
             f"{outcome.apply_error}; the operator retries. If this persists, check the operator's RBAC "
-            "(deploy/02_clusterrole.yaml and deploy/03_role.yaml) and its logs",
+            "(deploy/02_clusterrole.yaml, deploy/03_role.yaml, deploy/03a_kube-system_role.yaml) "
+            "and its logs",
         )
     if outcome.state != "Removed" and outcome.config is not None and outcome.config.blocks_rollout:
         message = outcome.config.held_message(outcome.deployment is not None)

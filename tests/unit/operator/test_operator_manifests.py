@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import yaml
-from tests.unit.operator.opbuilders import BUNDLE, DEPLOY, REPO, load_yaml_docs
+from tests.unit.operator.opbuilders import BUNDLE, DEPLOY, REPO, load_yaml_docs, of_kind, render
 
 from secondary_scheduler.operator import names
 
@@ -19,15 +19,28 @@ def csv() -> dict[str, Any]:
     return document
 
 
+KUBE_SYSTEM_RBAC = "03a_kube-system_role.yaml"
+"""Outside the seeds' layout: the operator's rights in kube-system (the scheduler's auth reader)."""
+
+
 def test_deploy_layout_follows_the_seeds() -> None:
     files = sorted(path.name for path in DEPLOY.glob("*.yaml"))
-    assert [name[:2] for name in files] == ["00", "01", "02", "03", "03", "04", "05", "06", "07"]
+    assert [name[:3] for name in files] == [
+        "00_",
+        "01_",
+        "02_",
+        "03_",
+        "03_",
+        "03a",
+        "04_",
+        "05_",
+        "06_",
+        "07_",
+    ]
     for name in files:
         for document in docs(name):
-            assert (
-                document.get("metadata", {}).get("namespace", names.DEFAULT_NAMESPACE)
-                == names.DEFAULT_NAMESPACE
-            )
+            expected = names.AUTH_NAMESPACE if name == KUBE_SYSTEM_RBAC else names.DEFAULT_NAMESPACE
+            assert document.get("metadata", {}).get("namespace", expected) == expected
 
 
 def test_bundle_crd_is_the_deploy_crd() -> None:
@@ -40,7 +53,12 @@ def test_csv_rbac_and_deployment_are_deploys() -> None:
     install = csv()["spec"]["install"]["spec"]
     (cluster_role,) = docs("02_clusterrole.yaml")
     role = next(d for d in docs("03_role.yaml") if d["kind"] == "Role")
-    assert install["clusterPermissions"][0]["rules"] == cluster_role["rules"]
+    kube_system = next(d for d in docs(KUBE_SYSTEM_RBAC) if d["kind"] == "Role")
+    # OLM puts `permissions` (and any Role in manifests/) in the operator's namespace only:
+    # the kube-system rules become cluster rules, still restricted to the same names.
+    assert len(install["clusterPermissions"]) == 1
+    assert install["clusterPermissions"][0]["rules"] == cluster_role["rules"] + kube_system["rules"]
+    assert all(rule["resourceNames"] for rule in kube_system["rules"])
     assert install["permissions"][0]["rules"] == role["rules"]
     (deployment,) = docs("05_deployment.yaml")
     assert install["deployments"][0]["spec"] == deployment["spec"]
@@ -52,7 +70,7 @@ def test_csv_rbac_and_deployment_are_deploys() -> None:
 
 def test_bindings_point_at_the_operator_account() -> None:
     (account,) = docs("04_serviceaccount.yaml")
-    for name in ("03_clusterrolebinding.yaml", "03_role.yaml"):
+    for name in ("03_clusterrolebinding.yaml", "03_role.yaml", KUBE_SYSTEM_RBAC):
         for binding in (d for d in docs(name) if d["kind"].endswith("Binding")):
             assert binding["subjects"] == [
                 {
@@ -100,3 +118,32 @@ def test_scheduler_image_provides_bin_kube_scheduler() -> None:
     assert "\nUSER 65532" in dockerfile
     operator = (REPO / "images" / "operator" / "Dockerfile").read_text()
     assert 'ENTRYPOINT ["secsched", "operator", "run"]' in operator and "\nUSER 65532" in operator
+
+
+def test_the_operator_may_keep_exactly_the_rendered_auth_reader_binding() -> None:
+    """deploy/'s kube-system Role names what render.plan creates there, and binds exactly the
+    Role that binding refers to: `bind`, not that Role's rules (the operator cannot read the
+    ConfigMap itself)."""
+    role, binding = docs(KUBE_SYSTEM_RBAC)
+    assert (role["kind"], binding["kind"]) == ("Role", "RoleBinding")
+    assert binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "Role",
+        "name": role["metadata"]["name"],
+    }
+    rendered = of_kind(render(), "RoleBinding", names.AUTH_READER_BINDING)
+    assert role["rules"] == [
+        {
+            "apiGroups": ["rbac.authorization.k8s.io"],
+            "resources": ["rolebindings"],
+            "resourceNames": [rendered["metadata"]["name"]],
+            "verbs": ["get", "create", "patch", "update", "delete"],
+        },
+        {
+            "apiGroups": ["rbac.authorization.k8s.io"],
+            "resources": ["roles"],
+            "resourceNames": [rendered["roleRef"]["name"]],
+            "verbs": ["bind"],
+        },
+    ]
+    assert rendered["metadata"]["namespace"] == role["metadata"]["namespace"] == names.AUTH_NAMESPACE

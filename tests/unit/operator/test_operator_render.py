@@ -6,7 +6,7 @@ import pytest
 from tests.unit.operator.opbuilders import NAMESPACE, UID, configmap, container, instance, of_kind, render
 
 from secondary_scheduler.operator import certs, names
-from secondary_scheduler.operator.render import ClusterFacts, ObjectRef, plan, replicas_for
+from secondary_scheduler.operator.render import ClusterFacts, ObjectRef, managed_refs, plan, replicas_for
 
 UPSTREAM_ARGS = [
     "--config=/etc/kubernetes/config.yaml",
@@ -28,6 +28,7 @@ def test_objects_are_upstreams_in_dependency_order() -> None:
         ("ServiceAccount", "secondary-scheduler"),
         ("ClusterRoleBinding", "secondary-scheduler-system-kube-scheduler"),
         ("ClusterRoleBinding", "secondary-scheduler-system-volume-scheduler"),
+        ("RoleBinding", "secondary-scheduler-extension-apiserver-authentication-reader"),
         ("Service", "metrics"),
         ("Role", "prometheus-k8s"),
         ("RoleBinding", "prometheus-k8s"),
@@ -132,6 +133,8 @@ def test_every_namespaced_object_is_owned_by_the_cr() -> None:
         "uid": UID,
     }
     for obj in render().objects:
+        if obj["metadata"].get("namespace") == names.AUTH_NAMESPACE:
+            continue  # the one object elsewhere: see test_the_auth_reader_binding_...
         if obj["metadata"].get("namespace"):
             assert obj["metadata"]["namespace"] == NAMESPACE
             assert obj["metadata"]["ownerReferences"] == [owner], obj["kind"]
@@ -155,6 +158,47 @@ def test_cluster_role_bindings_bind_the_scheduler_account() -> None:
         assert binding["subjects"] == [
             {"kind": "ServiceAccount", "name": "secondary-scheduler", "namespace": NAMESPACE}
         ]
+
+
+def test_the_auth_reader_binding_lets_the_scheduler_read_the_client_ca_in_kube_system() -> None:
+    """As kube-scheduler's installs: the secure port's delegated authentication reads ConfigMap
+    kube-system/extension-apiserver-authentication through kube-apiserver's own Role."""
+    result = render()
+    binding = of_kind(result, "RoleBinding", names.AUTH_READER_BINDING)
+    assert binding["metadata"]["namespace"] == "kube-system"
+    assert binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "Role",
+        "name": "extension-apiserver-authentication-reader",
+    }
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "secondary-scheduler", "namespace": NAMESPACE}
+    ]
+    # Another namespace than the CR's: an ownerReference would have the GC delete it at once.
+    assert "ownerReferences" not in binding["metadata"]
+    assert binding["metadata"]["labels"] == {names.MANAGED_BY_KEY: names.MANAGED_BY}
+    ref = ObjectRef("rbac.authorization.k8s.io/v1", "RoleBinding", names.AUTH_READER_BINDING, "kube-system")
+    assert result.best_effort == (ref,)
+    # The finalizer and Removed delete it, after the Deployment, with the cluster-scoped bindings.
+    refs = managed_refs(NAMESPACE)
+    assert ref in refs and refs.index(ref) > refs.index(
+        ObjectRef("apps/v1", "Deployment", names.OPERAND, NAMESPACE)
+    )
+    # Every Deployment-holding state keeps it before the Deployment; a held-back config keeps it.
+    kinds = [(o["kind"], o["metadata"]["name"]) for o in result.objects]
+    assert kinds.index(("RoleBinding", names.AUTH_READER_BINDING)) < kinds.index(
+        ("Deployment", names.OPERAND)
+    )
+    held = render(configmap=configmap("kind: Nonsense\n"))
+    assert held.deployment is None
+    of_kind(held, "RoleBinding", names.AUTH_READER_BINDING)
+
+
+def test_the_auth_reader_binding_names_the_instance_namespace() -> None:
+    result = plan(instance(namespace="elsewhere"), configmap(), ClusterFacts())
+    binding = of_kind(result, "RoleBinding", names.AUTH_READER_BINDING)
+    assert binding["metadata"]["namespace"] == "kube-system"
+    assert binding["subjects"][0]["namespace"] == "elsewhere"
 
 
 def test_lease_role_service_and_prometheus_role() -> None:
