@@ -3,15 +3,17 @@
 Both schedulers run for the whole module, each with a profile ``gang-<kind>`` enabling
 Coscheduling as scheduler-plugins' docs show (queueSort replacing PrioritySort, preFilter,
 postFilter, permit, reserve) and upstream's default args (``podGroupBackoffSeconds: 0``): a
-gang that cannot fit is retried round after round (each round's leftover activated sibling
-restarts it); activated pods wait out their own backoff in ours (see
-``SchedulingQueue.activate``), so other pods still get in. The Permit case runs its own
-process per scheduler, profile ``gang-<kind>-lenient`` with ``podGroupRejectPercentage: 20``
-(a gang short of one pod in eight is not rejected in PostFilter, so its placed pods go on
-waiting at Permit): upstream refuses profiles whose queueSort args differ. Every case runs once per
-scheduler, on the session's 5 KWOK nodes (16 cores each, 15900m allocatable): pods are
-sized in cpu so that the room is what the case needs. Each case prints its figures (bound
-pods, time to bind the gang, spread of the bind times) as ``coscheduling[case/kind]: ...``.
+gang that cannot fit is retried in a short burst of rounds, which ends with every member
+rejected at Permit and holding nothing (upstream by a race of its binding goroutines, ours
+by modelling that race's usual outcome: see ``plugins.coscheduling.plugin``), so other
+pods get in at once; a PodGroup update (the status controller's writes) retries it. The
+Permit case runs its own process per scheduler, profile ``gang-<kind>-lenient`` with
+``podGroupRejectPercentage: 20`` (a gang short of one pod in eight is not rejected in
+PostFilter, so its placed pods go on waiting at Permit): upstream refuses profiles whose
+queueSort args differ. Every case runs once per scheduler, on the session's 5 KWOK nodes
+(16 cores each, 15900m allocatable): pods are sized in cpu so that the room is what the
+case needs. Each case prints its figures (bound pods, time to bind the gang, spread of the
+bind times) as ``coscheduling[case/kind]: ...``.
 
 The PodGroup status case runs with ours only: upstream's scheduler binary has no PodGroup
 controller (scheduler-plugins ships it as a separate controller binary), so there the

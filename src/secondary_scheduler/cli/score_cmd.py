@@ -85,6 +85,14 @@ def score(config_path: str, profile_name: str | None, snapshot_path: str, pod_pa
         sys.exit(1)
     for warning in loaded.warnings:
         click.echo(f"warning: {warning.render(loaded.source)}", err=True)
+    if loaded.config.extenders:
+        click.echo(
+            f"error: {loaded.source}: extenders: `score` does not call scheduler extenders (live HTTP "
+            "services, not part of a snapshot), so it cannot explain this decision: explain the "
+            "plugins' part with a copy of the config without `extenders`",
+            err=True,
+        )
+        sys.exit(1)
     snapshot = load_snapshot(snapshot_path)
     pod = load_pod(pod_path)
     profile = _profile(loaded.config.profiles, profile_name, config_path, pod, pod_path)

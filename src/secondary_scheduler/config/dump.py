@@ -31,6 +31,11 @@ def dump_config(config: SchedulerConfiguration) -> dict[str, Any]:
         "leaderElection": config.leader_election.model_dump(mode="json"),
         "profiles": [_profile(profile) for profile in config.profiles],
     }
+    if config.extenders:
+        document["extenders"] = [
+            extender.model_dump(mode="json", by_alias=True, exclude_none=True)
+            for extender in config.extenders
+        ]
     return document
 
 

@@ -14,6 +14,7 @@ from typing import Any
 from secondary_scheduler.config.base import format_go_duration
 from secondary_scheduler.config.diagnose import validate_model
 from secondary_scheduler.config.errors import ConfigError, Finding, Findings, Problem, YamlPath, format_path
+from secondary_scheduler.config.extenders import Extender, ignored_by_scheduler, validate_extenders
 from secondary_scheduler.config.model import LeaderElection, Profile, SchedulerConfiguration
 from secondary_scheduler.config.placeholders import find_placeholders
 from secondary_scheduler.config.profiles import build_profile
@@ -21,6 +22,7 @@ from secondary_scheduler.config.schema import DocumentInput
 from secondary_scheduler.config.versions import ApiVersion, check_header, check_versioned_fields
 from secondary_scheduler.config.yaml_source import YamlDocument, parse_yaml
 
+_FIT = "NodeResourcesFit"
 _JITTER_FACTOR = 1.2  # client-go's leader election requires renewDeadline > 1.2 x retryPeriod
 
 
@@ -75,9 +77,11 @@ def _effective(data: Any, findings: Findings) -> SchedulerConfiguration | None:
     check_versioned_fields(version, data, findings)
     top = validate_model(DocumentInput, data, (), findings)
     profiles = _profiles(data.get("profiles"), version, findings)
+    extenders = validate_extenders(data.get("extenders") or [], findings)
     if top is not None:
         _check_top_level(top, version, findings)
     _check_across_profiles(profiles, findings)
+    profiles = _ignore_extender_resources(profiles, extenders, findings)
     if top is None or findings.errors:
         return None
     return SchedulerConfiguration(
@@ -95,6 +99,7 @@ def _effective(data: Any, findings: Findings) -> SchedulerConfiguration | None:
         client_connection=top.client_connection,
         leader_election=top.leader_election,
         profiles=tuple(profile for _, profile in profiles),
+        extenders=extenders,
     )
 
 
@@ -134,12 +139,6 @@ def _check_top_level(top: DocumentInput, version: ApiVersion, findings: Findings
             f"must be at least podInitialBackoffSeconds ({top.pod_initial_backoff_seconds}), "
             f"got {top.pod_max_backoff_seconds}",
         )
-    if top.extenders:
-        findings.error(
-            ("extenders",),
-            "scheduler extenders are not supported: this scheduler runs only its own plugins "
-            "(see plugin_catalog); remove extenders, or implement the logic as a plugin",
-        )
     for key, value in (
         ("healthzBindAddress", top.healthz_bind_address),
         ("metricsBindAddress", top.metrics_bind_address),
@@ -150,6 +149,35 @@ def _check_top_level(top: DocumentInput, version: ApiVersion, findings: Findings
             )
     if top.leader_election.leader_elect:
         _check_leader_election(top.leader_election, findings)
+
+
+def _ignore_extender_resources(
+    profiles: list[tuple[int, Profile]], extenders: tuple[Extender, ...], findings: Findings
+) -> list[tuple[int, Profile]]:
+    """Managed resources marked ignoredByScheduler become every profile's NodeResourcesFit ignoredResources.
+
+    As upstream's buildExtenders: they replace the args' list, and a profile without
+    NodeResourcesFit args (the plugin disabled) is an error.
+    """
+    ignored = ignored_by_scheduler(extenders)
+    if not ignored:
+        return profiles
+    updated = []
+    for index, profile in profiles:
+        args = profile.plugin_args.get(_FIT)
+        if args is None:
+            findings.error(
+                ("profiles", index),
+                f"can't find NodeResourcesFitArgs in plugin config: extenders mark {', '.join(ignored)} "
+                "ignoredByScheduler, which needs the NodeResourcesFit plugin enabled in every profile",
+            )
+            updated.append((index, profile))
+            continue
+        new_args = args.model_copy(update={"ignored_resources": list(ignored)})
+        updated.append(
+            (index, profile.model_copy(update={"plugin_args": {**profile.plugin_args, _FIT: new_args}}))
+        )
+    return updated
 
 
 def _check_leader_election(election: LeaderElection, findings: Findings) -> None:

@@ -13,6 +13,7 @@ from typing import NamedTuple
 from pydantic import BaseModel, ConfigDict, SerializeAsAny, field_validator
 
 from secondary_scheduler.config.base import ConfigModel, GoDuration
+from secondary_scheduler.config.extenders import Extender
 
 
 class ExtensionPoint(StrEnum):
@@ -138,3 +139,5 @@ class SchedulerConfiguration(BaseModel):
     client_connection: ClientConnection
     leader_election: LeaderElection
     profiles: tuple[Profile, ...]
+    extenders: tuple[Extender, ...] = ()
+    """HTTP scheduler extenders, in the file's order (the scheduler calls the ignorable ones last)."""

@@ -14,8 +14,10 @@ A plugin uses it while it is built, to declare what it needs:
 - ``watch_pods(handler)``, ``on_pod_bound(hook)``: the pod events and bindings the runtime sees;
 
 and while it runs, to act: ``client`` (None in memory), ``spawn`` for work that must not
-block a cycle, ``waiting_pods`` to allow or reject pods a Permit plugin holds, and
-``framework`` to run the profile's filters (preemption does).
+block a cycle, ``waiting_pods`` to allow or reject pods a Permit plugin holds, ``activate``
+to move queued pods to the active queue, ``when_idle`` for work that should wait until
+the scheduling loop has no pod left to try, and ``framework`` to run the profile's filters
+(preemption does).
 """
 
 from __future__ import annotations
@@ -49,6 +51,8 @@ EventSink = Callable[["PodInfo", str, str, str, str, str], None]
 """Records an Event on a pod: (pod, scheduler name, type, reason, action, note)."""
 Activator = Callable[[list["PodInfo"]], None]
 """Moves pods waiting in the scheduling queue (unschedulable or backing off) to the active queue."""
+IdleNotifier = Callable[[Callable[[], None]], None]
+"""Runs a callback once the scheduling loop has no pod left to try (the queue's ``call_when_idle``)."""
 
 _Service = TypeVar("_Service")
 
@@ -103,6 +107,8 @@ class Handle:
     """Set when scheduling into a snapshot rather than a live cluster."""
     activator: Activator | None = None
     """The scheduler queue's activation (None in memory: there is no queue)."""
+    idle_notifier: IdleNotifier | None = None
+    """The scheduler queue's ``call_when_idle`` (None in memory: ``when_idle`` calls back at once)."""
     framework: Framework | None = None
     """The profile this view belongs to (None on the shared handle, before a Framework binds it)."""
     shared: _Shared = field(default_factory=_Shared)
@@ -195,6 +201,18 @@ class Handle:
         """
         if self.activator is not None:
             self.activator(list(pods))
+
+    def when_idle(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` once the scheduling loop has caught up: no pod left to pop right now.
+
+        For work that kube-scheduler does in a binding goroutine, which in practice runs after
+        the scheduling goroutine's next cycles (Coscheduling's Unreserve of a pod rejected at
+        Permit). In memory there is no loop to wait for: it is called at once.
+        """
+        if self.idle_notifier is None:
+            callback()
+        else:
+            self.idle_notifier(callback)
 
     def spawn(self, coroutine: Coroutine[Any, Any, None], name: str) -> None:
         """Run API work in the background so the scheduling cycle does not wait for it.

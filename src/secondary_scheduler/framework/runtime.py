@@ -5,6 +5,9 @@ starting where the previous cycle stopped and stopping once enough feasible node
 found (percentageOfNodesToScore); PostFilter when none fits; PreScore, Score,
 NormalizeScore and weights over the feasible nodes; the best total wins, ties broken at
 random. It is synchronous: in asyncio nothing else touches the table meanwhile.
+``schedule_async`` is the same cycle for a scheduler with extenders: their HTTP filter and
+prioritize calls are awaited between Filter and PreScore (then the nodes are found again by
+name), so profiles without extenders never leave the synchronous path.
 
 Filters run vectorised: each filter plugin sees only the candidates every earlier filter
 accepted, so a rejected node's reasons come from the first plugin that rejected it, as in
@@ -14,6 +17,8 @@ the runtime, which owns the queue and the API client.
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import random
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
@@ -26,6 +31,12 @@ from secondary_scheduler.framework.aliases import BoolArray, IntArray, Slots
 from secondary_scheduler.framework.args import validated_args
 from secondary_scheduler.framework.diagnosis import Diagnosis
 from secondary_scheduler.framework.events import ClusterEvent
+from secondary_scheduler.framework.extender import (
+    EXTENDER_NAME,
+    MAX_EXTENDER_PRIORITY,
+    Extender,
+    ExtenderError,
+)
 from secondary_scheduler.framework.handle import Handle
 from secondary_scheduler.framework.interface import (
     BindPlugin,
@@ -51,6 +62,8 @@ from secondary_scheduler.framework.profile import ExtensionPoint, ProfileLike
 from secondary_scheduler.framework.result import Explanation, PluginScores, ScheduleResult
 from secondary_scheduler.framework.scores import MAX_NODE_SCORE, MIN_NODE_SCORE
 from secondary_scheduler.framework.status import SUCCESS, Code, Status
+
+log = logging.getLogger(__name__)
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
@@ -96,6 +109,8 @@ class _FilterPass:
     feasible: Slots
     diagnosis: Diagnosis
     evaluated: int
+    nominated: bool = False
+    """Only the pod's nominated node was filtered (it fits there)."""
 
 
 class Framework:
@@ -107,9 +122,16 @@ class Framework:
         *,
         percentage_of_nodes_to_score: int | None = None,
         rng: random.Random | None = None,
+        extenders: Sequence[Extender] = (),
     ) -> None:
-        """``percentage_of_nodes_to_score`` is the configuration's global value, for profiles without one."""
+        """``percentage_of_nodes_to_score`` is the configuration's global value, for profiles without one.
+
+        ``extenders`` (the configuration's, ignorable ones last) run after the filter plugins,
+        score next to the score plugins and bind before the bind plugins; with any, the
+        scheduling cycle is ``schedule_async``.
+        """
         self.profile = profile
+        self.extenders = tuple(extenders)
         own_percentage = profile.percentage_of_nodes_to_score
         self.percentage_of_nodes_to_score = (
             percentage_of_nodes_to_score if own_percentage is None else own_percentage
@@ -201,6 +223,107 @@ class Framework:
     ) -> ScheduleResult:
         """Pick a node for ``pod``; ``explain`` keeps every score (and scores even a single feasible node)."""
         state = state if state is not None else CycleState()
+        found = self._find_feasible(state, pod, table)
+        if isinstance(found, ScheduleResult):
+            return found
+        if not len(found.feasible):
+            return self._unschedulable(state, pod, table, found.diagnosis, found.evaluated)
+        return self._conclude(state, pod, table, found, explain, {})
+
+    async def schedule_async(
+        self, pod: PodInfo, table: NodeTable, state: CycleState | None = None, *, explain: bool = False
+    ) -> ScheduleResult:
+        """``schedule`` with the extenders: their filters after the filter plugins, their scores added.
+
+        As kube-scheduler: each interested extender filters in turn what the previous left
+        (an ignorable one's error skips it, another's fails the cycle); the nodes it rejects
+        get its reason in the diagnosis; with one node left nothing scores; otherwise the
+        prioritizers' scores (weighted, scaled to MaxNodeScore) add to the plugins' totals
+        (a prioritizer's error only drops its scores). The HTTP calls are awaited before
+        PreScore, so Score and the selection still run on the table as it is then.
+        """
+        state = state if state is not None else CycleState()
+        found = self._find_feasible(state, pod, table)
+        if isinstance(found, ScheduleResult):
+            return found
+        try:
+            names = await self._run_extender_filters(pod, table, found)
+            if found.nominated and not names:
+                # The nominated node passed the plugins but not the extenders: try every node.
+                again = self._run_filters(state, pod, table, try_nominated=False)
+                found = again
+                names = await self._run_extender_filters(pod, table, found)
+        except ExtenderError as error:
+            return ScheduleResult(Status.error(str(error)), diagnosis=found.diagnosis)
+        extender_scores: dict[str, dict[str, int]] = {}
+        if len(names) > 1 or (explain and names):
+            extender_scores = await self._run_extender_prioritizers(pod, table, names)
+        # The table may have changed while the extenders answered: find the nodes again by name.
+        slots = [table.slot_of(name) for name in names]
+        found.feasible = np.array([slot for slot in slots if slot is not None], dtype=np.intp)
+        found.evaluated = len(found.feasible) + len(found.diagnosis.node_statuses)
+        if not len(found.feasible):
+            return self._unschedulable(state, pod, table, found.diagnosis, found.evaluated)
+        return self._conclude(state, pod, table, found, explain, extender_scores)
+
+    async def _run_extender_filters(self, pod: PodInfo, table: NodeTable, found: _FilterPass) -> list[str]:
+        """findNodesThatPassExtenders: the feasible nodes' names that every interested extender keeps."""
+        names = [table.names[slot] for slot in found.feasible]
+        before = len(names)
+        diagnosis = found.diagnosis
+        for extender in self.extenders:
+            if not names:
+                break
+            if not extender.is_filter or not extender.is_interested(pod):
+                continue
+            try:
+                result = await extender.filter(pod, table, names)
+            except ExtenderError as error:
+                if extender.ignorable:
+                    log.info(
+                        "skipping extender %s: it returned an error and is ignorable: %s",
+                        extender.name,
+                        error,
+                    )
+                    continue
+                raise
+            for node, message in result.failed_and_unresolvable.items():
+                diagnosis.node_statuses[node] = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (message,))
+            for node, message in result.failed.items():
+                if node not in result.failed_and_unresolvable:
+                    diagnosis.node_statuses[node] = Status(Code.UNSCHEDULABLE, (message,))
+            names = list(result.nodes)
+        if len(names) != before:
+            diagnosis.unschedulable_plugins.add(EXTENDER_NAME)
+        return names
+
+    async def _run_extender_prioritizers(
+        self, pod: PodInfo, table: NodeTable, names: Sequence[str]
+    ) -> dict[str, dict[str, int]]:
+        """Extender -> node -> final score (score x weight x MaxNodeScore / MaxExtenderPriority)."""
+        asking = [ext for ext in self.extenders if ext.is_prioritizer and ext.is_interested(pod)]
+        if not asking:
+            return {}
+        answers = await asyncio.gather(
+            *(ext.prioritize(pod, table, names) for ext in asking), return_exceptions=True
+        )
+        scores: dict[str, dict[str, int]] = {}
+        for extender, answer in zip(asking, answers, strict=True):
+            if isinstance(answer, BaseException):
+                if not isinstance(answer, ExtenderError):
+                    raise answer
+                log.debug("extender %s failed to prioritize, no score from it: %s", extender.name, answer)
+                continue
+            factor = extender.weight * (MAX_NODE_SCORE // MAX_EXTENDER_PRIORITY)
+            own = scores.setdefault(extender.name, {})
+            for node, score in answer.items():
+                own[node] = own.get(node, 0) + score * factor
+        return scores
+
+    def _find_feasible(
+        self, state: CycleState, pod: PodInfo, table: NodeTable
+    ) -> ScheduleResult | _FilterPass:
+        """PreFilter and Filter: the feasible nodes, or the cycle's end (an error, a PreFilter rejection)."""
         if table.num_nodes == 0:
             return ScheduleResult(Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (NO_NODES_AVAILABLE,)))
         status = self._run_pre_filter(state, pod, table)
@@ -215,13 +338,22 @@ class Framework:
             )
             return self._unschedulable(state, pod, table, diagnosis, evaluated=0)
         try:
-            found = self._run_filters(state, pod, table)
+            return self._run_filters(state, pod, table)
         except FilterError as error:
             return ScheduleResult(Status.error(str(error)))
-        if not len(found.feasible):
-            return self._unschedulable(state, pod, table, found.diagnosis, found.evaluated)
+
+    def _conclude(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        table: NodeTable,
+        found: _FilterPass,
+        explain: bool,
+        extender_scores: Mapping[str, Mapping[str, int]],
+    ) -> ScheduleResult:
+        """Score the feasible nodes (plugins, plus the extenders' scores by node) and pick one."""
         try:
-            selected, explanation = self._select(state, pod, table, found.feasible, explain)
+            selected, explanation = self._select(state, pod, table, found.feasible, explain, extender_scores)
         except _CycleError as error:
             return ScheduleResult(error.status, diagnosis=found.diagnosis)
         return ScheduleResult(
@@ -250,7 +382,9 @@ class Framework:
                 ).with_plugin(plugin.name)
         return rejection
 
-    def _run_filters(self, state: CycleState, pod: PodInfo, table: NodeTable) -> _FilterPass:
+    def _run_filters(
+        self, state: CycleState, pod: PodInfo, table: NodeTable, *, try_nominated: bool = True
+    ) -> _FilterPass:
         """Filter every node (vectorised), counting nominated pods of equal or higher priority.
 
         As kube-scheduler: a pod that preemption nominated to a node tries that node first
@@ -260,13 +394,14 @@ class Framework:
         nominations (nearly all) take the vectorised path only.
         """
         nominated = self._nominated_pods_by_slot(pod, table)
-        own_node = self.handle.nominator.node_of(pod.uid)
+        own_node = self.handle.nominator.node_of(pod.uid) if try_nominated else None
         if own_node is not None:
             own_slot = table.slot_of(own_node)
             if own_slot is not None:
                 own_status = self._filter_node(state, pod, table, own_slot, nominated.get(own_slot, ()))
                 if own_status.is_success:
-                    return _FilterPass(np.array([own_slot], dtype=np.intp), Diagnosis(table.num_nodes), 1)
+                    own = np.array([own_slot], dtype=np.intp)
+                    return _FilterPass(own, Diagnosis(table.num_nodes), 1, nominated=True)
         active = table.node_order()
         count = len(active)
         start = self._next_start_index % count
@@ -503,16 +638,28 @@ class Framework:
         )
 
     def _select(
-        self, state: CycleState, pod: PodInfo, table: NodeTable, feasible: Slots, explain: bool
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        table: NodeTable,
+        feasible: Slots,
+        explain: bool,
+        extender_scores: Mapping[str, Mapping[str, int]] | None = None,
     ) -> tuple[int, Explanation | None]:
         if len(feasible) == 1 and not explain:
             return int(feasible[0]), None
-        totals, explanation = self._prioritize(state, pod, table, feasible, explain)
+        totals, explanation = self._prioritize(state, pod, table, feasible, explain, extender_scores or {})
         best = np.flatnonzero(totals == totals.max())
         return int(feasible[best[self._rng.randrange(len(best))]]), explanation
 
     def _prioritize(
-        self, state: CycleState, pod: PodInfo, table: NodeTable, nodes: Slots, explain: bool
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        table: NodeTable,
+        nodes: Slots,
+        explain: bool,
+        extender_scores: Mapping[str, Mapping[str, int]],
     ) -> tuple[IntArray, Explanation | None]:
         for pre_score in self.pre_score_plugins:
             status = pre_score.pre_score(state, pod, table, nodes)
@@ -542,6 +689,11 @@ class Framework:
             totals += normalized * weight
             if explain:
                 explained.append(PluginScores(plugin.name, weight, raw, normalized))
+        for extender, by_node in extender_scores.items():
+            final = np.array([by_node.get(table.names[slot], 0) for slot in nodes.tolist()], dtype=np.int64)
+            totals += final
+            if explain:
+                explained.append(PluginScores(f"extender {extender}", 1, final, final))
         if not explain:
             return totals, None
         names = tuple(table.names[slot] for slot in nodes)
@@ -590,17 +742,40 @@ class Framework:
         return SUCCESS
 
     async def bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
-        """The first bind plugin not returning Skip, then PostBind."""
+        """The binder extender (if interested), else the first bind plugin not returning Skip; then PostBind.
+
+        As kube-scheduler's extendersBinding: an ignorable extender's error falls through to
+        the next binder; another's fails the binding.
+        """
+        for extender in self.extenders:
+            if not extender.is_binder or not extender.is_interested(pod):
+                continue
+            try:
+                await extender.bind(pod, node_name)
+            except ExtenderError as error:
+                if extender.ignorable:
+                    log.info(
+                        "skipping extender %s in bind: it returned an error and is ignorable: %s",
+                        extender.name,
+                        error,
+                    )
+                    continue
+                return Status.error(str(error))
+            self._post_bind(state, pod, node_name)
+            return SUCCESS
         for plugin in self.bind_plugins:
             status = await plugin.bind(state, pod, node_name)
             if status.is_skip:
                 continue
             if not status.is_success:
                 return _named_failure(status, "Bind", plugin.name)
-            for post_bind in self.post_bind_plugins:
-                post_bind.post_bind(state, pod, node_name)
+            self._post_bind(state, pod, node_name)
             return SUCCESS
         return Status.error(f"profile {self.scheduler_name!r}: no bind plugin bound pod {pod.key}")
+
+    def _post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        for post_bind in self.post_bind_plugins:
+            post_bind.post_bind(state, pod, node_name)
 
 
 def _named_failure(status: Status, point: str, plugin: str) -> Status:

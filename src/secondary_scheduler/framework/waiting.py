@@ -46,13 +46,18 @@ class WaitingPod:
         if not self._pending and not self._result.done():
             self._result.set_result(SUCCESS)
 
-    def reject(self, plugin: str, message: str) -> None:
-        """End the wait: the pod is unreserved and requeued with ``message`` as its reason."""
+    def reject(self, plugin: str, message: str) -> bool:
+        """End the wait: the pod is unreserved and requeued with ``message`` as its reason.
+
+        Returns whether this call ended it (False: it was already allowed or rejected).
+        """
         for timer in self._pending.values():
             timer.cancel()
         self._pending.clear()
-        if not self._result.done():
-            self._result.set_result(Status.unschedulable(message).with_plugin(plugin))
+        if self._result.done():
+            return False
+        self._result.set_result(Status.unschedulable(message).with_plugin(plugin))
+        return True
 
     async def wait(self) -> Status:
         """Success once every plugin allowed; Unschedulable when one rejected or timed out."""

@@ -134,6 +134,7 @@ class EventHandlers:
             return
         queued = self.queue.get(key)
         if queued is not None and _same_for_scheduling(queued.obj, pod):
+            self.queue.refresh(PodInfo.from_pod(pod))
             return
         info = PodInfo.from_pod(pod)
         if not framework.run_pre_enqueue(info).is_success:

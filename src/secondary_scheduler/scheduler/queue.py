@@ -1,16 +1,37 @@
-"""The scheduling queue: active, backoff and unschedulable pods, as kube-scheduler keeps them.
+"""The scheduling queue: active, backoff and unschedulable pods, as kube-scheduler 1.34 keeps them.
 
-- active: a heap ordered by the profile's QueueSort plugin; `pop()` waits on it.
-- backoff: pods that failed, each until its delay (initial * 2^(attempts-1), capped) ends.
+- active: a heap ordered by the profile's QueueSort plugin; `pop()` takes its head.
+- backoff: pods that failed, each until its backoff ends. As upstream's ``backoffQueue``
+  it is two heaps: pods some plugin rejected (``podBackoffQ``, ordered by backoff expiry,
+  then as the active queue orders them) and pods that failed with an error, i.e. without
+  any rejecting plugin (``podErrorBackoffQ``, by expiry only). A pod's backoff is
+  ``initial * 2^(n-1)`` capped at the maximum, where n counts its unschedulable failures, or
+  its consecutive errors while the last attempts erred (``UnschedulableCount`` and
+  ``ConsecutiveErrorsCount``: pods popped but not failed, e.g. bound or retried on a move,
+  do not lengthen it). The expiry is truncated to a one-second ordering window and a pod
+  is still backing off while its expiry is not before the current window (KEP-5142): so
+  it comes out at the start of a window, with the rest of that window's pods.
+- pop from backoff (SchedulerPopFromBackoffQ, beta and on by default since 1.33): when the
+  active queue is empty, `pop()` takes the head of the rejected pods' backoff heap at once,
+  backing off or not: an idle scheduler does not sit out backoffs. Pods that failed with
+  an error always wait out theirs.
 - unschedulable: pods nothing fits; a cluster event that could help moves them back (the
   caller's ``worth`` predicate applies the plugins' queueing hints to each pod, see
-  ``framework.events``), and so does a periodic flush after `unschedulable_timeout`, so
-  that no pod waits forever on a missed event.
+  ``framework.events``): to backoff while backing off, else to active. So does a periodic
+  flush after `unschedulable_timeout`, so that no pod waits forever on a missed event.
+- activate (``handle.activate``, upstream's ``Activate``): a plugin moves pods from
+  unschedulable or backoff straight to active, skipping what is left of their backoff;
+  a pod being scheduled gets a forced event instead (it backs off, then retries, when it
+  fails).
 
 An event that arrives while a pod is being scheduled is remembered with that pod; when the
 pod fails, it goes to backoff rather than unschedulable only if one of those events could
 help it (judged by its new rejectors, as kube-scheduler's in-flight events): it may have
-failed on state that has changed since.
+failed on state that has changed since. A pod without rejectors (an error) always backs off.
+
+`call_when_idle` runs callbacks the next time `pop()` has nothing to hand out (active and
+rejected backoff both empty): the runtime's "later, once the scheduling loop has caught
+up" (Coscheduling's late Unreserve, see ``plugins.coscheduling.plugin``).
 """
 
 from __future__ import annotations
@@ -19,6 +40,7 @@ import asyncio
 import contextlib
 import heapq
 import itertools
+import math
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -32,6 +54,9 @@ class Keyed(Protocol):
 
 P = TypeVar("P", bound=Keyed)
 
+ORDERING_WINDOW = 1.0
+"""backoffQOrderingWindowDuration: backoff expiries are truncated to whole windows (seconds)."""
+
 
 @dataclass
 class QueuedPod(Generic[P]):
@@ -41,13 +66,21 @@ class QueuedPod(Generic[P]):
     timestamp: float = field(default_factory=time.monotonic)  # when it (re)entered the queue
     initial_timestamp: float = field(default_factory=time.monotonic)
     attempts: int = 0
+    """How many times it was popped (for the attempts metrics)."""
+    unschedulable_count: int = 0
+    """Failures with a rejecting plugin (upstream's UnschedulableCount): they set the backoff."""
+    consecutive_errors: int = 0
+    """Failures in a row without one (ConsecutiveErrorsCount); when nonzero they set the backoff."""
     backoff_until: float = 0.0
+    """The backoff's expiry, truncated to the ordering window (0: no backoff)."""
     unschedulable_since: float = 0.0
     cycle: int = 0  # the scheduling cycle that last popped it
     rejectors: frozenset[str] = frozenset()
     """The plugins that found it unschedulable last time: only their events can help it."""
     events_in_flight: list[Callable[[QueuedPod[P]], bool]] = field(default_factory=list)
     """Events that came while it was being scheduled (their ``worth`` checks), for requeue_failed."""
+    activated_in_flight: bool = False
+    """A plugin activated it while it was being scheduled (upstream's ForceActivate event)."""
 
 
 def _always(item: object) -> bool:
@@ -55,22 +88,83 @@ def _always(item: object) -> bool:
 
 
 class _HeapEntry(Generic[P]):
-    __slots__ = ("item", "less", "order", "removed")
+    """A heap slot; a deleted or moved pod's entry is marked removed and skipped when it surfaces."""
+
+    __slots__ = ("by_expiry", "item", "less", "order", "removed")
 
     def __init__(
-        self, item: QueuedPod[P], less: Callable[[QueuedPod[P], QueuedPod[P]], bool], order: int
+        self,
+        item: QueuedPod[P],
+        less: Callable[[QueuedPod[P], QueuedPod[P]], bool] | None,
+        order: int,
+        by_expiry: bool = False,
     ) -> None:
         self.item = item
         self.less = less
         self.order = order
+        self.by_expiry = by_expiry
         self.removed = False
 
     def __lt__(self, other: _HeapEntry[P]) -> bool:
-        if self.less(self.item, other.item):
-            return True
-        if self.less(other.item, self.item):
-            return False
+        if self.by_expiry and self.item.backoff_until != other.item.backoff_until:
+            return self.item.backoff_until < other.item.backoff_until
+        if self.less is not None:
+            if self.less(self.item, other.item):
+                return True
+            if self.less(other.item, self.item):
+                return False
         return self.order < other.order
+
+
+class _Heap(Generic[P]):
+    """Pods by key, popped in ``_HeapEntry`` order; removal is lazy."""
+
+    def __init__(
+        self,
+        less: Callable[[QueuedPod[P], QueuedPod[P]], bool] | None,
+        order: itertools.count[int],
+        by_expiry: bool,
+    ) -> None:
+        self._less = less
+        self._order = order
+        self._by_expiry = by_expiry
+        self._heap: list[_HeapEntry[P]] = []
+        self.by_key: dict[str, _HeapEntry[P]] = {}
+
+    def __len__(self) -> int:
+        return len(self.by_key)
+
+    def push(self, item: QueuedPod[P]) -> None:
+        self.remove(item.pod.key)
+        entry = _HeapEntry(item, self._less, next(self._order), self._by_expiry)
+        self.by_key[item.pod.key] = entry
+        heapq.heappush(self._heap, entry)
+
+    def remove(self, key: str) -> QueuedPod[P] | None:
+        entry = self.by_key.pop(key, None)
+        if entry is None:
+            return None
+        entry.removed = True
+        return entry.item
+
+    def get(self, key: str) -> QueuedPod[P] | None:
+        entry = self.by_key.get(key)
+        return entry.item if entry is not None else None
+
+    def peek(self) -> QueuedPod[P] | None:
+        while self._heap and self._heap[0].removed:
+            heapq.heappop(self._heap)
+        return self._heap[0].item if self._heap else None
+
+    def pop(self) -> QueuedPod[P] | None:
+        item = self.peek()
+        if item is not None:
+            heapq.heappop(self._heap)
+            del self.by_key[item.pod.key]
+        return item
+
+    def items(self) -> list[QueuedPod[P]]:
+        return [entry.item for entry in self.by_key.values()]
 
 
 class SchedulingQueue(Generic[P]):
@@ -87,42 +181,85 @@ class SchedulingQueue(Generic[P]):
         self.max_backoff = max_backoff
         self.unschedulable_timeout = unschedulable_timeout
         self.clock = clock
-        self._active: list[_HeapEntry[P]] = []
-        self._active_by_key: dict[str, _HeapEntry[P]] = {}
-        self._backoff: dict[str, QueuedPod[P]] = {}
+        order = itertools.count()
+        self._active: _Heap[P] = _Heap(less, order, by_expiry=False)
+        self._backoff: _Heap[P] = _Heap(less, order, by_expiry=True)
+        """podBackoffQ: rejected pods, by expiry window then QueueSort; popped when active is empty."""
+        self._error_backoff: _Heap[P] = _Heap(None, order, by_expiry=True)
+        """podErrorBackoffQ: pods that failed with an error, by expiry; they always wait it out."""
         self._unschedulable: dict[str, QueuedPod[P]] = {}
         self._in_flight: dict[str, QueuedPod[P]] = {}
-        self._order = itertools.count()
+        self._idle: list[Callable[[], None]] = []
         self._wakeup = asyncio.Event()
         self.scheduling_cycle = 0
 
     # -- sizes (for scheduler_pending_pods) --------------------------------------------
     def counts(self) -> dict[str, int]:
         return {
-            "active": len(self._active_by_key),
-            "backoff": len(self._backoff),
+            "active": len(self._active),
+            "backoff": len(self._backoff) + len(self._error_backoff),
             "unschedulable": len(self._unschedulable),
         }
 
     def get(self, key: str) -> P | None:
         """The queued (or in-flight) version of a pod, if any."""
-        entry = self._active_by_key.get(key)
-        if entry is not None:
-            return entry.item.pod
-        for items in (self._backoff, self._unschedulable, self._in_flight):
-            item = items.get(key)
+        item = self._find(key)
+        if item is None:
+            item = self._in_flight.get(key)
+        return item.pod if item is not None else None
+
+    def _find(self, key: str) -> QueuedPod[P] | None:
+        for heap in (self._active, self._backoff, self._error_backoff):
+            item = heap.get(key)
             if item is not None:
-                return item.pod
-        return None
+                return item
+        return self._unschedulable.get(key)
 
     def __contains__(self, key: str) -> bool:
-        return key in self._active_by_key or key in self._backoff or key in self._unschedulable
+        return self._find(key) is not None
+
+    # -- backoff (upstream's backoffQueue) -------------------------------------------------
+    def backoff_duration(self, count: int) -> float:
+        """``initial * 2^(count-1)``, capped at the maximum (calculateBackoffDuration); 0 for no failure."""
+        if count <= 0:
+            return 0.0
+        return min(self.initial_backoff * (2 ** (count - 1)), self.max_backoff)
+
+    @staticmethod
+    def _window(moment: float) -> float:
+        return math.floor(moment / ORDERING_WINDOW) * ORDERING_WINDOW
+
+    def _expiry(self, item: QueuedPod[P]) -> float:
+        """getBackoffTime: the failure time plus the backoff, truncated to its window; 0: none."""
+        if self.max_backoff == 0:
+            return 0.0
+        count = item.consecutive_errors or item.unschedulable_count
+        if count == 0:
+            return 0.0
+        return self._window(item.timestamp + self.backoff_duration(count))
+
+    def backing_off(self, item: QueuedPod[P]) -> bool:
+        """isPodBackingoff: its expiry is not before the current window (no expiry: never)."""
+        return item.backoff_until > 0 and item.backoff_until >= self._window(self.clock())
 
     # -- adding, updating, deleting ----------------------------------------------------
     def _push_active(self, item: QueuedPod[P]) -> None:
-        entry = _HeapEntry(item, self.less, next(self._order))
-        self._active_by_key[item.pod.key] = entry
-        heapq.heappush(self._active, entry)
+        self._backoff.remove(item.pod.key)
+        self._error_backoff.remove(item.pod.key)
+        self._unschedulable.pop(item.pod.key, None)
+        self._active.push(item)
+        self._wakeup.set()
+
+    def _push_backoff(self, item: QueuedPod[P]) -> None:
+        """To the rejected pods' heap, or the errored pods' one when no plugin rejected it."""
+        key = item.pod.key
+        self._unschedulable.pop(key, None)
+        if item.rejectors:
+            self._error_backoff.remove(key)
+            self._backoff.push(item)
+        else:
+            self._backoff.remove(key)
+            self._error_backoff.push(item)
         self._wakeup.set()
 
     def add(self, pod: P) -> None:
@@ -136,42 +273,57 @@ class SchedulingQueue(Generic[P]):
     def update(self, pod: P) -> None:
         """A pod changed: keep its place; an unschedulable pod gets another try (it may fit now)."""
         key = pod.key
-        if key in self._active_by_key:
-            self._active_by_key[key].item.pod = pod
-        elif key in self._backoff:
-            self._backoff[key].pod = pod
-        elif key in self._unschedulable:
-            item = self._unschedulable.pop(key)
+        unschedulable = self._unschedulable.pop(key, None)
+        if unschedulable is not None:
+            unschedulable.pod = pod
+            self._requeue(unschedulable)
+            return
+        item = self._find(key) or self._in_flight.get(key)
+        if item is not None:
             item.pod = pod
-            self._requeue(item)
-        elif key in self._in_flight:
-            self._in_flight[key].pod = pod
+
+    def refresh(self, pod: P) -> None:
+        """A waiting pod's newer object that changes nothing for scheduling (its status): keep its
+        place, but events and binding see the new object (kube-scheduler's pInfo.Update)."""
+        item = self._find(pod.key)
+        if item is not None:
+            item.pod = pod
 
     def delete(self, key: str) -> None:
-        entry = self._active_by_key.pop(key, None)
-        if entry is not None:
-            entry.removed = True
-        self._backoff.pop(key, None)
+        self._active.remove(key)
+        self._backoff.remove(key)
+        self._error_backoff.remove(key)
         self._unschedulable.pop(key, None)
         self._in_flight.pop(key, None)
 
     # -- the scheduling loop's side ----------------------------------------------------
     async def pop(self) -> QueuedPod[P]:
+        """The active queue's head; with none, the rejected pods' backoff head; else wait.
+
+        Before waiting, the callbacks queued by `call_when_idle` run (they may requeue pods).
+        """
         while True:
             self.flush()
-            while self._active:
-                entry = heapq.heappop(self._active)
-                if entry.removed:
-                    continue
-                del self._active_by_key[entry.item.pod.key]
+            item = self._active.pop() or self._backoff.pop()
+            if item is not None:
                 self.scheduling_cycle += 1
-                entry.item.cycle = self.scheduling_cycle
-                entry.item.attempts += 1
-                self._in_flight[entry.item.pod.key] = entry.item
-                return entry.item
+                item.cycle = self.scheduling_cycle
+                item.attempts += 1
+                self._in_flight[item.pod.key] = item
+                return item
+            if self._idle:
+                callbacks, self._idle = self._idle, []
+                for callback in callbacks:
+                    callback()
+                continue
             self._wakeup.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wakeup.wait(), timeout=self._next_wake())
+
+    def call_when_idle(self, callback: Callable[[], None]) -> None:
+        """Run ``callback`` once `pop()` has no pod to hand out (soon if it is waiting now)."""
+        self._idle.append(callback)
+        self._wakeup.set()
 
     def done(self, key: str) -> None:
         """The pod was scheduled (or is gone): forget it."""
@@ -180,47 +332,72 @@ class SchedulingQueue(Generic[P]):
     def requeue_failed(
         self, item: QueuedPod[P], unschedulable: bool, rejectors: frozenset[str] = frozenset()
     ) -> None:
-        """After a failed attempt: unschedulable waits for an event, an error backs off."""
+        """After a failed attempt (upstream's AddUnschedulableIfNotPresent).
+
+        A rejection (``rejectors`` named) counts as unschedulable and waits for an event, unless
+        one that could help it came meanwhile; an error (no rejector, or ``unschedulable``
+        False) counts as an error and backs off.
+        """
         key = item.pod.key
         if self._in_flight.pop(key, None) is None:
             return  # deleted while we were scheduling it
-        item.rejectors = rejectors
-        missed = any(worth(item) for worth in item.events_in_flight)
-        item.events_in_flight = []
+        errored = not unschedulable or not rejectors
+        item.rejectors = frozenset() if errored else rejectors
+        if errored:
+            item.consecutive_errors += 1
+        else:
+            item.unschedulable_count += 1
+            item.consecutive_errors = 0
         item.timestamp = self.clock()
-        item.backoff_until = self.clock() + self.backoff_duration(item.attempts)
-        if unschedulable and not missed:
+        item.backoff_until = self._expiry(item)
+        missed = item.activated_in_flight or any(worth(item) for worth in item.events_in_flight)
+        item.events_in_flight = []
+        item.activated_in_flight = False
+        if errored or missed:
+            self._requeue(item)
+        else:
             item.unschedulable_since = self.clock()
             self._unschedulable[key] = item
-        else:
-            self._backoff[key] = item
-            self._wakeup.set()
-
-    def backoff_duration(self, attempts: int) -> float:
-        duration = self.initial_backoff * (2 ** max(0, attempts - 1))
-        return min(duration, self.max_backoff)
 
     def activate(self, keys: Iterable[str]) -> int:
-        """Move these pods out of unschedulable (a plugin asks for them: a gang's siblings).
+        """Move these pods to active now, from unschedulable or backoff (upstream's Activate).
 
-        Unlike kube-scheduler's Activate, a pod still backing off from a failure waits out its
-        backoff first, as after any event. Upstream skips it, and a gang that cannot fit then
-        retries in a loop whose pace depends on how soon rejected members give their room back;
-        here the bindings give it back before the next cycle, so that loop would spin every
-        few milliseconds and starve other pods (Coscheduling with podGroupBackoffSeconds 0).
-        Backing off makes it settle at upstream's pace of about a round a second, then slower.
-        A pod being scheduled goes to backoff, not unschedulable, if it fails. Returns how many
-        moved.
+        What is left of their backoff is skipped: the plugin knows they should be tried now
+        (Coscheduling: the gang's first pod was placed, its siblings follow it). A pod being
+        scheduled gets a forced event: if it fails, it backs off rather than waiting for
+        another event. Returns how many moved.
         """
         moved = 0
         for key in keys:
-            item = self._unschedulable.pop(key, None) or self._backoff.pop(key, None)
+            item = (
+                self._unschedulable.pop(key, None)
+                or self._backoff.remove(key)
+                or self._error_backoff.remove(key)
+            )
             if item is not None:
-                self._requeue(item)
+                self._push_active(item)
                 moved += 1
             elif key in self._in_flight:
-                self._in_flight[key].events_in_flight.append(_always)
+                self._in_flight[key].activated_in_flight = True
         return moved
+
+    def drop_events_in_flight(self, key: str) -> None:
+        """Forget the cluster events that came while this in-flight pod was scheduled (not activations).
+
+        For a pod rejected while it waited at Permit. kube-scheduler would still weigh the
+        events of the whole wait, and with a Permit plugin that registers no events (so every
+        event may help, as upstream treats it) the pod would back off; popped from backoff by
+        the order of expiries, its short backoff would put it before the pods that its freed
+        room was meant for, whose backoffs have grown on each retry, so a group that keeps
+        timing out could take its room back every time (tests/cluster/test_permit.py). The
+        pod passed Filter and had room: what failed it was a Permit plugin's verdict, which no
+        event during the wait explains. So it waits as unschedulable for a later event (the
+        freed room's taker being bound is one), as upstream intends for the pod whose own room
+        is freed (handleBindingCycleError defers that move to keep the pod out of backoff).
+        """
+        item = self._in_flight.get(key)
+        if item is not None:
+            item.events_in_flight = []
 
     # -- events --------------------------------------------------------------------------
     def move_all_to_active_or_backoff(
@@ -241,20 +418,21 @@ class SchedulingQueue(Generic[P]):
         return len(moving)
 
     def _requeue(self, item: QueuedPod[P]) -> None:
-        if item.backoff_until > self.clock():
-            self._backoff[item.pod.key] = item
-            self._wakeup.set()
+        """requeuePodWithQueueingStrategy (queueAfterBackoff): backoff while backing off, else active."""
+        if self.backing_off(item):
+            self._push_backoff(item)
         else:
             item.timestamp = self.clock()
             self._push_active(item)
 
     def flush(self) -> None:
         """Move pods whose backoff ended to active, and long-unschedulable pods back in."""
+        for heap in (self._backoff, self._error_backoff):
+            while (head := heap.peek()) is not None and not self.backing_off(head):
+                heap.pop()
+                head.timestamp = self.clock()
+                self._push_active(head)
         now = self.clock()
-        for key in [key for key, item in self._backoff.items() if item.backoff_until <= now]:
-            item = self._backoff.pop(key)
-            item.timestamp = now
-            self._push_active(item)
         stale = [
             key
             for key, item in self._unschedulable.items()
@@ -264,8 +442,10 @@ class SchedulingQueue(Generic[P]):
             self._requeue(self._unschedulable.pop(key))
 
     def _next_wake(self) -> float:
+        """Seconds until an errored pod's backoff ends (its window has passed) or a flush is due."""
         now = self.clock()
-        deadlines = [item.backoff_until for item in self._backoff.values()]
+        deadlines = [item.backoff_until + ORDERING_WINDOW for item in self._error_backoff.items()]
+        deadlines += [item.backoff_until + ORDERING_WINDOW for item in self._backoff.items()]
         deadlines += [
             item.unschedulable_since + self.unschedulable_timeout for item in self._unschedulable.values()
         ]

@@ -22,6 +22,7 @@ from secondary_scheduler.framework.informers import Informer
 from secondary_scheduler.framework.interface import CycleState, Plugin
 from secondary_scheduler.framework.nodetable import NodeTable
 from secondary_scheduler.framework.podinfo import PodInfo
+from secondary_scheduler.framework.result import ScheduleResult
 from secondary_scheduler.framework.runtime import Framework
 from secondary_scheduler.framework.status import SUCCESS, Code
 from secondary_scheduler.framework.waiting import WaitingPod
@@ -32,6 +33,7 @@ from secondary_scheduler.kube.store import Fanout
 from secondary_scheduler.scheduler.assumed import AssumedPods
 from secondary_scheduler.scheduler.eventhandlers import EventHandlers
 from secondary_scheduler.scheduler.events import SCHEDULER_ERROR, UNSCHEDULABLE, set_unschedulable_condition
+from secondary_scheduler.scheduler.extenders import build_extenders
 from secondary_scheduler.scheduler.metrics import SchedulerMetrics
 from secondary_scheduler.scheduler.queue import QueuedPod, SchedulingQueue
 
@@ -65,13 +67,16 @@ class Scheduler:
             metrics_registry=self.metrics.registry,
             event_sink=self.events.record,
             activator=self._activate,
+            idle_notifier=lambda callback: self.queue.call_when_idle(callback),
         )
+        self.extenders = build_extenders(config.extenders)
         self.frameworks = {
             profile.scheduler_name: Framework(
                 profile,
                 registry,
                 self.handle,
                 percentage_of_nodes_to_score=config.percentage_of_nodes_to_score,
+                extenders=self.extenders,
             )
             for profile in config.profiles
         }
@@ -132,8 +137,14 @@ class Scheduler:
         """Schedule until cancelled (the caller cancels when leadership ends or on shutdown)."""
         while True:
             item = await self.queue.pop()
-            self.schedule_one(item)
-            await asyncio.sleep(0)  # let watch events and bindings in between cycles
+            if self.extenders:
+                await self.schedule_one_async(item)
+            else:
+                self.schedule_one(item)
+            # Let watch events and bindings in between cycles. Binding tasks that resumed (a pod
+            # allowed or rejected at Permit) run here, before the next cycle; Coscheduling's
+            # late Unreserve waits for the queue to go idle instead (``handle.when_idle``).
+            await asyncio.sleep(0)
 
     async def stop(self, grace: float = 5.0) -> None:
         """Wait a little for bindings in flight, then stop everything we started."""
@@ -146,6 +157,8 @@ class Scheduler:
                 await task
         await self.events.stop()
         await self.handle.stop_services()
+        for extender in self.extenders:
+            await extender.close()
 
     def _spawn(self, coroutine: Coroutine[Any, Any, None], name: str) -> None:
         task = asyncio.create_task(coroutine, name=name)
@@ -198,19 +211,50 @@ class Scheduler:
 
     # -- the scheduling cycle ----------------------------------------------------------
     def schedule_one(self, item: QueuedPod[PodInfo]) -> None:
-        pod = item.pod
-        framework = self.frameworks[pod.scheduler_name]
-        profile = framework.scheduler_name
+        framework = self.frameworks[item.pod.scheduler_name]
         started = time.perf_counter()
         state = CycleState()
         try:
-            result = framework.schedule(pod, self.table, state)
+            result = framework.schedule(item.pod, self.table, state)
         except Exception as error:
-            log.exception("error scheduling pod %s", pod.key)
-            self._failed(
-                item, profile, f"running the scheduling framework: {error}", started, unschedulable=False
-            )
+            self._cycle_crashed(item, framework, error, started)
             return
+        self._after_schedule(item, framework, state, result, started)
+
+    async def schedule_one_async(self, item: QueuedPod[PodInfo]) -> None:
+        """``schedule_one`` when extenders are configured: their HTTP calls are awaited mid-cycle.
+
+        Cycles still run one at a time (``run`` awaits this), so only watch events and
+        bindings run meanwhile; the framework finds the nodes again by name afterwards.
+        """
+        framework = self.frameworks[item.pod.scheduler_name]
+        started = time.perf_counter()
+        state = CycleState()
+        try:
+            result = await framework.schedule_async(item.pod, self.table, state)
+        except Exception as error:
+            self._cycle_crashed(item, framework, error, started)
+            return
+        self._after_schedule(item, framework, state, result, started)
+
+    def _cycle_crashed(
+        self, item: QueuedPod[PodInfo], framework: Framework, error: Exception, started: float
+    ) -> None:
+        log.exception("error scheduling pod %s", item.pod.key, exc_info=error)
+        message = f"running the scheduling framework: {error}"
+        self._failed(item, framework.scheduler_name, message, started, unschedulable=False)
+
+    def _after_schedule(
+        self,
+        item: QueuedPod[PodInfo],
+        framework: Framework,
+        state: CycleState,
+        result: ScheduleResult,
+        started: float,
+    ) -> None:
+        """Assume, Reserve and Permit on the chosen node, then bind in the background; or report why not."""
+        pod = item.pod
+        profile = framework.scheduler_name
         node = result.node_name
         if node is None:
             unschedulable = result.status.code in (Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
@@ -280,6 +324,9 @@ class Scheduler:
                 framework.unreserve(state, pod, node)
                 self.assumed.forget(pod)
                 rejectors = frozenset({allowed.plugin} if allowed.plugin else ())
+                # The pod had room: cluster events during its wait cannot be why it failed, so
+                # they do not send it to backoff (see SchedulingQueue.drop_events_in_flight).
+                self.queue.drop_events_in_flight(pod.key)
                 self._failed(item, profile, allowed.message, started, allowed.is_rejected, rejectors)
                 # The room the pod held while it waited is free again: pods waiting for room may
                 # fit now. After the requeue, as kube-scheduler defers it (handleBindingCycleError).

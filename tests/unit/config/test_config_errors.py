@@ -275,12 +275,6 @@ def test_fields_a_version_does_not_have(errors: Errors, load: Load) -> None:
     }
 
 
-def test_extenders_are_not_supported(errors: Errors, load: Load) -> None:
-    (problem,) = errors("extenders: [{urlPrefix: 'http://extender:8888'}]\n")
-    assert problem.path == "extenders" and "extenders are not supported" in problem.message
-    load("extenders: []\n")
-
-
 def test_cross_field_rules(errors: Errors) -> None:
     assert by_path(errors("podInitialBackoffSeconds: 5\npodMaxBackoffSeconds: 2\n")) == {
         "podMaxBackoffSeconds": "must be at least podInitialBackoffSeconds (5), got 2"

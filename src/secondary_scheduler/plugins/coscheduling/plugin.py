@@ -19,6 +19,34 @@ of their namespace. Nothing of a gang is bound until ``minMember`` of its pods h
 - a gang is retried when a pod is bound (room may have changed hands) or a PodGroup is
   added or updated.
 
+A gang that cannot fit, and the late Unreserve
+----------------------------------------------
+With upstream's default ``podGroupBackoffSeconds: 0`` such a gang goes round: its members
+are placed and wait, one fits nowhere, PostFilter rejects the waiting ones; a member still
+to be tried (activated, or requeued by the room the rejected ones gave back) then fits,
+and being the gang's first assigned pod it activates its siblings again. In kube-scheduler
+the rejected pods' failures are handled by their binding goroutines (Unreserve, then the
+room is forgotten and the pod requeued), which in practice run a few milliseconds after
+the scheduling goroutine has moved on. So after a short burst of such rounds the typical
+end is: a member fits on room one rejected pod gave back while another rejected pod's
+Unreserve has not run yet; it is not the first assigned (the late pod is still counted),
+so it activates nobody and waits; then that late Unreserve rejects every waiting pod of
+the gang, these too end rejected by Coscheduling (which only a Pod add or a PodGroup
+change brings back), and the gang holds nothing until such an event.
+
+Here binding tasks run before the next cycle, so that race never happens and the rounds
+would go on for ever. The plugin models its usual outcome deterministically: when a pod
+that Coscheduling rejected at Permit is unreserved (its binding cycle failed), the pod
+leaves the gang's assigned pods at once, but the rest of that Unreserve (rejecting the
+gang's waiting pods, forgetting the gang's minResources check, marking its failure) runs
+*late*, once the scheduling loop has no pod left to try (``handle.when_idle``). While a
+late Unreserve is pending, the gang's first placed pod does not activate its siblings (in
+upstream the late pod is still among the assigned, so it is not the first). The pods
+still to be tried are tried, wait, and are rejected by the late Unreserve; the gang then
+holds nothing. Unlike the race, the assigned count stays exact (the late pod is not
+counted), so a pending late Unreserve never makes a partial gang reach ``minMember``.
+A pod rejected otherwise (a Permit timeout, a failed bind) is unreserved at once.
+
 The PodGroups' status is kept by ``status.PodGroupStatusController``, a service this
 plugin registers when it runs against a cluster (upstream runs it in its own controller
 binary; see that module).
@@ -72,6 +100,10 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, PermitPlu
         )
         handle.watch_pods(self.manager)
         self.reject_threshold = self.args.pod_group_reject_percentage / 100.0
+        self._rejected_at_permit: set[str] = set()
+        """UIDs of the pods this plugin rejected while they waited at Permit (their Unreserve is late)."""
+        self._late: dict[str, int] = {}
+        """Gang -> its late Unreserves still pending (see the module's docstring)."""
         # Queue entries carry monotonic times; PodGroups carry wall-clock ones. One fixed
         # offset keeps the comparison stable for the queue's heap.
         self._wall_offset = handle.wall_clock() - handle.clock()
@@ -150,7 +182,7 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, PermitPlu
                 f"podGroupRejectPercentage {self.args.pod_group_reject_percentage}%: the gang stays",
             )
             return PostFilterResult(Status(Code.UNSCHEDULABLE))
-        rejected = self._reject_waiting(pod.namespace, pg, OPTIMISTIC_REJECTION)
+        rejected = self._reject_waiting(pod.namespace, pg.name, OPTIMISTIC_REJECTION)
         backoff = self.args.pod_group_backoff_seconds
         if backoff > 0 and len(self._members(pod, table)) >= pg.min_member:
             self.manager.backoff(gang, backoff)
@@ -175,12 +207,13 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, PermitPlu
             members.setdefault(member.key, member)
         return list(members.values())
 
-    def _reject_waiting(self, namespace: str, pg: PodGroup, message: str) -> int:
+    def _reject_waiting(self, namespace: str, group: str, message: str) -> int:
         """Reject the gang's pods held at Permit: each is unreserved and its room given back."""
         rejected = 0
         for waiting in self.handle.waiting_pods:
-            if waiting.pod.namespace == namespace and group_label(waiting.pod.labels) == pg.name:
-                waiting.reject(self.name, message)
+            if waiting.pod.namespace == namespace and group_label(waiting.pod.labels) == group:
+                if waiting.reject(self.name, message):
+                    self._rejected_at_permit.add(waiting.pod.uid)
                 rejected += 1
         return rejected
 
@@ -201,7 +234,7 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, PermitPlu
                 if f"{waiting.pod.namespace}/{group_label(waiting.pod.labels)}" == gang:
                     waiting.allow(self.name)
             return SUCCESS, 0.0
-        if first:
+        if first and not self._late.get(gang):
             siblings = [member for member in self.manager.pods_of(gang) if member.uid != pod.uid]
             if siblings:
                 self.handle.activate(siblings)
@@ -221,7 +254,11 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, PermitPlu
         return SUCCESS
 
     def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
-        """One member failed after it was placed: the gang's other waiting pods give back their room too."""
+        """One member failed after it was placed: the gang's other waiting pods give back their room too.
+
+        For a pod this plugin rejected at Permit, all but the bookkeeping is late (see the
+        module's docstring): it runs once the scheduling loop has caught up.
+        """
         try:
             gang, pg = self.manager.get_pod_group(pod)
         except PodGroupError:
@@ -229,6 +266,25 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, PermitPlu
         if pg is None:
             return
         self.manager.unreserve(pod)
-        self._reject_waiting(pod.namespace, pg, UNRESERVE_REJECTION)
+        if pod.uid not in self._rejected_at_permit:
+            self._unreserve_gang(gang, pod.namespace, pg.name)
+            return
+        self._rejected_at_permit.discard(pod.uid)
+        self._late[gang] = self._late.get(gang, 0) + 1
+        namespace, group = pod.namespace, pg.name
+
+        def late() -> None:
+            pending = self._late.get(gang, 0) - 1
+            if pending > 0:
+                self._late[gang] = pending
+            else:
+                self._late.pop(gang, None)
+            self._unreserve_gang(gang, namespace, group)
+
+        self.handle.when_idle(late)
+
+    def _unreserve_gang(self, gang: str, namespace: str, group: str) -> None:
+        """Upstream's Unreserve after ``pgMgr.Unreserve``: reject the waiting pods, forget the checks."""
+        self._reject_waiting(namespace, group, UNRESERVE_REJECTION)
         self.manager.permitted.discard(gang)
         self.manager.mark_failure(gang)

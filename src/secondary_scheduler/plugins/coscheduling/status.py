@@ -155,6 +155,8 @@ class PodGroupStatusController:
         """Gang -> pod key -> pod, every phase (the scheduler's own pod watch skips finished pods)."""
         self._gang_of: dict[str, str] = {}
         self._dirty: dict[str, None] = {}
+        self._written: dict[str, JSON] = {}
+        """Gang -> the PodGroup as our last write returned it, until the watch brings it (or newer)."""
         self._wake = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         podgroups.add_listener(self._podgroup_changed)
@@ -250,7 +252,7 @@ class PodGroupStatusController:
     async def reconcile(self, gang: str) -> None:
         """One step of the PodGroup's status (see the module docstring); requeued after a write."""
         namespace, _, name = gang.partition("/")
-        podgroup = self.podgroups.get(name, namespace)
+        podgroup = self._latest(gang, self.podgroups.get(name, namespace))
         if podgroup is None:
             return
         pods = sorted(self._pods.get(gang, {}).values(), key=lambda pod: str(pod["metadata"].get("name")))
@@ -267,8 +269,31 @@ class PodGroupStatusController:
             if error.not_found:
                 return
             raise
-        self.podgroups.assume(written)
+        # Not assumed into the informer: upstream runs this controller in its own process, so
+        # the scheduler hears each write as a PodGroup update, on which Coscheduling retries
+        # the pods it rejected (its events: PodGroup Add/Update). An assumed version's watch
+        # event would be dropped as old news; the next step reads our copy until it arrives.
+        self._written[gang] = written
         self._mark(gang)
+
+    def _latest(self, gang: str, cached: KubeObject | None) -> KubeObject | None:
+        """The informer's PodGroup, or the one we wrote last if the watch has not brought it yet."""
+        written = self._written.get(gang)
+        if cached is None or written is None:
+            self._written.pop(gang, None)
+            return cached
+        if _resource_version(written) > _resource_version(cached):
+            return written
+        del self._written[gang]
+        return cached
+
+
+def _resource_version(obj: Mapping[str, Any]) -> int:
+    """The object's resourceVersion as a number (-1 when it is not one: trust the informer)."""
+    try:
+        return int(str((obj.get("metadata") or {}).get("resourceVersion")))
+    except ValueError:
+        return -1
 
 
 def _meta_of(key: str) -> JSON:

@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from scipy.special import betainc
 
 from secondary_scheduler.framework.aliases import KubeObject
 from secondary_scheduler.kube.quantity import int_value, milli_value
+from secondary_scheduler.plugins.trimaran.incbeta import betainc
 from secondary_scheduler.plugins.trimaran.watchermetrics import ResourceDataArrays
 
 FloatArray = npt.NDArray[np.float64]
@@ -168,7 +168,10 @@ def get_mu_sigma(stats: ResourceStats) -> tuple[FloatArray, FloatArray]:
 
 
 def beta_cdf(x: FloatArray, alpha: FloatArray, beta: FloatArray) -> FloatArray:
-    """P(X <= x) for X ~ Beta(alpha, beta), with upstream's guards: bad parameters or results give 0."""
+    """P(X <= x) for X ~ Beta(alpha, beta), with upstream's guards: bad parameters or results give 0.
+
+    ``betainc`` is our port of the Cephes incbet that upstream reaches through gonum's RegIncBeta.
+    """
     invalid = (alpha <= 0) | (beta <= 0) | (x < 0) | (x > 1)
     interior = ~invalid & (x != 0) & (x != 1)
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):

@@ -23,27 +23,20 @@ def by_key(a: QueuedPod[FakePod], b: QueuedPod[FakePod]) -> bool:
     return a.pod.key < b.pod.key
 
 
-async def test_activate_moves_unschedulable_pods_on_once_their_backoff_ends() -> None:
+async def test_activate_moves_waiting_pods_to_active_at_once_as_upstreams_activate() -> None:
     clock = Clock()
     queue: SchedulingQueue[FakePod] = SchedulingQueue(by_key, initial_backoff=5, max_backoff=10, clock=clock)
     for key in ("a", "b", "c"):
         queue.add(FakePod(key))
     a, b, c = [await queue.pop() for _ in range(3)]
-    queue.requeue_failed(a, unschedulable=True)
+    queue.requeue_failed(a, unschedulable=True, rejectors=frozenset({"Coscheduling"}))
     queue.requeue_failed(b, unschedulable=False)  # an error: backoff for 5 s
     assert queue.counts() == {"active": 0, "backoff": 1, "unschedulable": 1}
     # c is still being scheduled; "gone" is not in the queue at all.
     assert queue.activate(["a", "b", "c", "gone"]) == 2
-    # Both failed just now: they wait out their backoff (a gang that cannot fit must not spin).
-    assert queue.counts() == {"active": 0, "backoff": 2, "unschedulable": 0}
-    clock.now += 5
+    # Both failed just now: activation skips what is left of their backoff (kube-scheduler's Activate).
+    assert queue.counts() == {"active": 2, "backoff": 0, "unschedulable": 0}
     assert [(await queue.pop()).pod.key for _ in range(2)] == ["a", "b"]
-    # Activated long after its failure, a pod goes to active at once.
-    queue.requeue_failed(a, unschedulable=True)
-    clock.now += 60
-    assert queue.activate(["a"]) == 1
-    assert queue.counts()["active"] == 1
-    assert (await queue.pop()).pod.key == "a"
     # The in-flight pod was activated too: when it fails it backs off instead of waiting for an event.
-    queue.requeue_failed(c, unschedulable=True)
+    queue.requeue_failed(c, unschedulable=True, rejectors=frozenset({"Coscheduling"}))
     assert queue.counts()["backoff"] == 1

@@ -6,7 +6,14 @@ from typing import Any
 
 from tests.unit.plugins.coscheduling.gang import member, podgroup
 
-from secondary_scheduler.plugins.coscheduling.status import next_status, occupied_by, status_patch
+from secondary_scheduler.framework.informers import Informer
+from secondary_scheduler.plugins.coscheduling.podgroup import PODGROUPS
+from secondary_scheduler.plugins.coscheduling.status import (
+    PodGroupStatusController,
+    next_status,
+    occupied_by,
+    status_patch,
+)
 
 
 def pod(name: str, phase: str = "Pending", owner: str | None = None) -> dict[str, Any]:
@@ -84,3 +91,46 @@ def test_occupied_by_names_every_owner_sorted() -> None:
     obj["metadata"]["ownerReferences"] = [{"name": "z"}, {"name": "b"}]
     assert occupied_by(obj) == "ns/b,ns/z"
     assert occupied_by(pod("b")) is None
+
+
+class FakeApi:
+    """Answers the controller's status patches as the API server would (a new resourceVersion)."""
+
+    def __init__(self) -> None:
+        self.patches: list[dict[str, Any]] = []
+        self.version = 10
+
+    async def patch(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        self.patches.append(body["status"])
+        self.version += 1
+        written = podgroup("g", 2)
+        written["metadata"]["resourceVersion"] = str(self.version)
+        written["status"] = {**(self.last or {}), **body["status"]}
+        self.last = written["status"]
+        return written
+
+    last: dict[str, Any] | None = None
+
+
+async def test_the_controllers_writes_reach_the_scheduler_as_podgroup_updates() -> None:
+    informer = Informer(PODGROUPS)
+    informer.replace([podgroup("g", 2)])
+    heard: list[tuple[str, str | None]] = []
+    informer.add_listener(
+        lambda kind, old, new: heard.append((kind, (new or {}).get("status", {}).get("phase")))
+    )
+    api = FakeApi()
+    controller = PodGroupStatusController(api, informer)  # type: ignore[arg-type]
+    controller.event("ADDED", pod("p-0"))
+    controller.event("ADDED", pod("p-1"))
+    await controller.reconcile("ns/g")
+    # The next step reads the written copy, though the watch has not brought it yet.
+    await controller.reconcile("ns/g")
+    assert [patch["phase"] for patch in api.patches] == ["Pending", "Scheduling"]
+    # Nothing assumed into the informer: the watch's event is heard as an update (Coscheduling
+    # retries the gangs it rejected on it, as kube-scheduler hears the separate controller's writes).
+    written = podgroup("g", 2)
+    written["metadata"]["resourceVersion"] = str(api.version)
+    written["status"] = api.last
+    informer.event("MODIFIED", written)
+    assert heard[-1] == ("MODIFIED", "Scheduling")
