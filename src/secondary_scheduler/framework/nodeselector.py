@@ -62,6 +62,23 @@ class LabelRequirement:
             return codes < 0
         return self._compare(codes, *column.numbers())
 
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        """The same test on one node's labels (queueing hints see single Node objects)."""
+        value = labels.get(self.key)
+        if self.operator == "In":
+            return value is not None and value in self.values
+        if self.operator == "NotIn":
+            return value is None or value not in self.values
+        if self.operator == "Exists":
+            return value is not None
+        if self.operator == "DoesNotExist":
+            return value is None
+        number = parse_int(value) if value is not None else None
+        bound = parse_int(self.values[0])
+        if number is None or bound is None:
+            return False
+        return number > bound if self.operator == "Gt" else number < bound
+
     def _compare(self, codes: IntArray, numbers: IntArray, numeric: BoolArray) -> BoolArray:
         """Gt/Lt: the node's label value, read as an integer, against the requirement's one."""
         if not len(numbers):  # no node has this label
@@ -97,6 +114,10 @@ class FieldRequirement:
             equal = np.full(len(slots), self.value == "", dtype=np.bool_)
         return equal if self.operator == "In" else ~equal
 
+    def matches(self, name: str) -> bool:
+        equal = (name if self.key == NODE_NAME_FIELD else "") == self.value
+        return equal if self.operator == "In" else not equal
+
 
 @dataclass(frozen=True, slots=True)
 class NodeSelectorTerm:
@@ -124,6 +145,13 @@ class NodeSelectorTerm:
             result &= field.mask(table, slots)
         return result
 
+    def matches(self, node: Mapping[str, Any]) -> bool:
+        metadata = node.get("metadata") or {}
+        labels = metadata.get("labels") or {}
+        return all(expression.matches(labels) for expression in self.expressions) and all(
+            field.matches(str(metadata.get("name", ""))) for field in self.fields
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class NodeSelector:
@@ -139,6 +167,9 @@ class NodeSelector:
         for term in self.terms:
             result |= term.mask(table, slots)
         return result
+
+    def matches(self, node: Mapping[str, Any]) -> bool:
+        return any(term.matches(node) for term in self.terms)
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,6 +226,13 @@ class RequiredNodeAffinity:
         if self.required is not None:
             result &= self.required.mask(table, slots)
         return result
+
+    def matches(self, node: Mapping[str, Any]) -> bool:
+        """Whether one Node object satisfies the pod's hard constraints."""
+        labels = (node.get("metadata") or {}).get("labels") or {}
+        if not all(requirement.matches(labels) for requirement in self.node_selector):
+            return False
+        return self.required is None or self.required.matches(node)
 
 
 def _values(raw: Mapping[str, Any]) -> tuple[str, ...]:

@@ -124,3 +124,49 @@ def test_added_preferred_terms_score_every_pod() -> None:
 
 def test_without_preferences_scoring_is_skipped() -> None:
     assert raw_and_normalized(NodeAffinity(None, Handle()), pod_info("p"), table_of(NODES)) == ({}, {})
+
+
+@pytest.mark.parametrize(
+    ("term", "nodes"),
+    [
+        (expression("zone", "In", "z1", "z2"), ["a", "b"]),
+        (expression("zone", "NotIn", "z1"), ["b", "c", "d"]),
+        (expression("disk", "Exists"), ["a"]),
+        (expression("disk", "DoesNotExist"), ["b", "c", "d"]),
+        (expression("cores", "Gt", "10"), ["b"]),
+        (expression("cores", "Lt", "10"), ["a"]),
+        (expression("cores", "Gt", "ten"), []),
+        ({"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["c"]}]}, ["c"]),
+        ({"matchFields": [{"key": "metadata.name", "operator": "NotIn", "values": ["c"]}]}, ["a", "b", "d"]),
+    ],
+)
+def test_one_node_object_matches_as_the_table_does(term: dict[str, Any], nodes: list[str]) -> None:
+    """Queueing hints see single Node objects: the same answers as the vectorised filter."""
+    pod = pod_info("p", affinity=required(term))
+    assert [node["metadata"]["name"] for node in NODES if pod.required_node_affinity.matches(node)] == nodes
+
+
+def node_change_hint(plugin: NodeAffinity) -> Any:
+    [registration] = plugin.events_to_register()
+    assert registration.hint is not None
+    return registration.hint
+
+
+def test_a_node_change_requeues_only_when_the_node_starts_to_match() -> None:
+    """As kube-scheduler's isSchedulableAfterNodeChange: unmatched -> matched, or a new matching node."""
+    hint = node_change_hint(NodeAffinity(None, Handle()))
+    pod = pod_info("p", affinity=required(expression("disk", "Exists")))
+    without, with_disk = make_node("e"), make_node("e", labels={"disk": "ssd"})
+    assert hint(pod, without, with_disk)  # the label the pod needs was added
+    assert not hint(pod, with_disk, without)  # removed: cannot help
+    assert not hint(pod, with_disk, make_node("e", labels={"disk": "ssd", "x": "y"}))  # matched before
+    assert hint(pod, None, with_disk)  # a new node that matches
+    assert not hint(pod, None, without)
+
+
+def test_a_node_change_must_match_the_profiles_added_affinity_too() -> None:
+    added = {"addedAffinity": required(expression("zone", "In", "z1"))["nodeAffinity"]}
+    hint = node_change_hint(NodeAffinity(added, Handle()))
+    pod = pod_info("p")
+    assert not hint(pod, None, make_node("e", labels={"zone": "z2"}))
+    assert hint(pod, None, make_node("e", labels={"zone": "z1"}))

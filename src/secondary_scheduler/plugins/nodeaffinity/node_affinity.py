@@ -9,7 +9,7 @@ best node has 100.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -41,7 +41,23 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
     args_model = NodeAffinityArgs
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
-        return (ClusterEventWithHint(ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL)),)
+        return (
+            ClusterEventWithHint(
+                ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL), self._node_change_may_help
+            ),
+        )
+
+    def _node_change_may_help(self, pod: PodInfo, old: Any, new: Any) -> bool:
+        """As kube-scheduler's hint: only a node that now matches the pod's hard constraints (and
+        the profile's addedAffinity) and did not before (or is new) can make the pod fit."""
+        if new is None:
+            return False
+        if self.added_required is not None and not self.added_required.matches(new):
+            return False
+        required = pod.required_node_affinity
+        if not required.matches(new):
+            return False
+        return old is None or not required.matches(old)
 
     def __init__(self, args: object, handle: Handle) -> None:
         super().__init__(args, handle)
