@@ -15,8 +15,8 @@ until their node appears, exactly as if they were on a node outside the snapshot
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
-from typing import TypeVar
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Protocol, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -31,6 +31,21 @@ from secondary_scheduler.kube.quantity import resource_value
 
 _TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 _Scalar = TypeVar("_Scalar", bound=np.generic)
+
+
+class PodIndex(Protocol):
+    """Data a plugin derives from the placed pods and keeps up to date (see ``NodeTable.index``).
+
+    ``labels`` are the labels of the pod's node at that moment: a relabelled node's pods are
+    removed with its old labels and placed again with its new ones.
+    """
+
+    def pod_placed(self, slot: int, pod: PodInfo, labels: Mapping[str, str]) -> None: ...
+
+    def pod_removed(self, slot: int, pod: PodInfo, labels: Mapping[str, str]) -> None: ...
+
+
+_Index = TypeVar("_Index", bound=PodIndex)
 
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
@@ -109,6 +124,8 @@ class NodeTable:
         """Per slot: the Node as last added or updated (for callers that show more than the columns)."""
         self.labels: list[Mapping[str, str]] = [{}] * capacity
         self.taints: list[tuple[Taint, ...]] = [()] * capacity
+        self.tainted: BoolArray = np.zeros(capacity, dtype=np.bool_)
+        """Whether the node has any taint (most have none: taint checks visit only these)."""
         self.used_ports: list[Counter[HostPort]] = [Counter() for _ in range(capacity)]
         self.pods: list[dict[str, PodInfo]] = [{} for _ in range(capacity)]
         """Per slot: pod key -> PodInfo of the pods on the node (bound or assumed)."""
@@ -124,7 +141,9 @@ class NodeTable:
         self._by_namespace: dict[str, dict[str, tuple[PodInfo, int]]] = {}
         self._with_affinity: dict[str, tuple[PodInfo, int]] = {}
         self._label_columns: dict[str, LabelColumn] = {}
+        self._image_columns: dict[str, IntArray] = {}
         self._zones = _ZoneTree()
+        self._indexes: dict[str, PodIndex] = {}
 
     @classmethod
     def from_objects(
@@ -214,6 +233,7 @@ class NodeTable:
         self.names[slot] = ""
         self.objects[slot] = None
         self.taints[slot] = ()
+        self.tainted[slot] = False
         self._free.append(slot)
 
     def add_pod(self, pod: PodInfo, node_name: str) -> None:
@@ -251,6 +271,28 @@ class NodeTable:
             self._label_columns[key] = column
         return column
 
+    def image_column(self, image: str) -> IntArray:
+        """Per slot, the size in bytes of ``image`` on the node (0 without it), kept up to date once built."""
+        column = self._image_columns.get(image)
+        if column is None:
+            column = np.zeros(self.capacity, dtype=np.int64)
+            for slot in np.flatnonzero(self.active).tolist():
+                column[slot] = self.images[slot].get(image, 0)
+            self._image_columns[image] = column
+        return column
+
+    def index(self, name: str, build: Callable[[NodeTable], _Index]) -> _Index:
+        """The index ``name``, built by ``build(self)`` on first use and then told of every change.
+
+        How plugins keep what kube-scheduler's PreFilter recomputes each cycle (counts over
+        every pod) without walking every pod each cycle: the index is updated as pods are
+        placed, removed (also during preemption's dry runs) and their nodes relabelled.
+        """
+        index = self._indexes.get(name)
+        if index is None:
+            index = self._indexes[name] = build(self)
+        return index  # type: ignore[return-value]  # one name, one builder
+
     def pods_in_namespace(self, namespace: str) -> Iterator[tuple[PodInfo, int]]:
         """(pod, slot) of the counted pods in a namespace."""
         return iter(self._by_namespace.get(namespace, {}).values())
@@ -280,6 +322,7 @@ class NodeTable:
         self.pod_count = _with_rows(self.pod_count, extra)
         self.active = _with_rows(self.active, extra)
         self.unschedulable = _with_rows(self.unschedulable, extra)
+        self.tainted = _with_rows(self.tainted, extra)
         self.names += [""] * extra
         self.objects += [None] * extra
         self.labels += [{}] * extra
@@ -289,6 +332,8 @@ class NodeTable:
         self.images += [{}] * extra
         for column in self._label_columns.values():
             column.grow(capacity)
+        for image, sizes in self._image_columns.items():
+            self._image_columns[image] = _with_rows(sizes, extra)
 
     def _resource_column(self, name: str) -> int:
         column = self.resources.add(name)
@@ -309,6 +354,7 @@ class NodeTable:
             self.allocatable[slot, column] = resource_value(name, quantity)
         self.unschedulable[slot] = bool(spec.get("unschedulable"))
         self.taints[slot] = tuple(Taint.parse(taint) for taint in spec.get("taints") or ())
+        self.tainted[slot] = bool(self.taints[slot])
         labels = {str(key): str(value) for key, value in (metadata.get("labels") or {}).items()}
         if labels != self.labels[slot]:
             self._set_labels(slot, labels)
@@ -321,7 +367,12 @@ class NodeTable:
             self._set_images(slot, images)
 
     def _set_labels(self, slot: int, labels: Mapping[str, str]) -> None:
+        moved = list(self.pods[slot].values()) if self._indexes else []
+        for pod in moved:
+            self._tell_indexes(slot, pod, placed=False)
         self.labels[slot] = labels
+        for pod in moved:
+            self._tell_indexes(slot, pod, placed=True)
         for key, column in self._label_columns.items():
             column.assign(slot, labels.get(key))
 
@@ -330,6 +381,8 @@ class NodeTable:
         self.image_node_counts.update(images.keys())
         self.image_node_counts += Counter()  # drop names no node has any more
         self.images[slot] = images
+        for image, sizes in self._image_columns.items():
+            sizes[slot] = images.get(image, 0)
 
     def _place(self, slot: int, pod: PodInfo) -> None:
         self._count(slot, pod, 1)
@@ -338,6 +391,8 @@ class NodeTable:
         self._by_namespace.setdefault(pod.namespace, {})[pod.key] = (pod, slot)
         if pod.has_pod_affinity:
             self._with_affinity[pod.key] = (pod, slot)
+        if self._indexes:
+            self._tell_indexes(slot, pod, placed=True)
 
     def _unplace(self, slot: int, pod: PodInfo) -> None:
         self._count(slot, pod, -1)
@@ -349,6 +404,16 @@ class NodeTable:
         if not namespace:
             del self._by_namespace[pod.namespace]
         self._with_affinity.pop(pod.key, None)
+        if self._indexes:
+            self._tell_indexes(slot, pod, placed=False)
+
+    def _tell_indexes(self, slot: int, pod: PodInfo, *, placed: bool) -> None:
+        labels = self.labels[slot]
+        for index in self._indexes.values():
+            if placed:
+                index.pod_placed(slot, pod, labels)
+            else:
+                index.pod_removed(slot, pod, labels)
 
     def _count(self, slot: int, pod: PodInfo, sign: int) -> None:
         for name, value in pod.requests.items():

@@ -57,7 +57,7 @@ class ScheduleResult:
     """Nodes the filters looked at (fewer than all once enough feasible nodes were found)."""
     feasible_nodes: int = 0
     diagnosis: Diagnosis | None = None
-    """Why nodes were rejected (also on success, for the nodes that did not fit)."""
+    """Why nodes were rejected (on success only when the cycle was asked to explain itself)."""
     explanation: Explanation | None = None
     nominated_node: str = ""
     """Set when PostFilter (preemption) made room: where the pod should go on its next try."""

@@ -18,6 +18,7 @@ the runtime, which owns the queue and the API client.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import random
 from collections import defaultdict
@@ -104,13 +105,21 @@ class _CycleError(Exception):
         self.status = status
 
 
-@dataclass
 class _FilterPass:
-    feasible: Slots
-    diagnosis: Diagnosis
-    evaluated: int
-    nominated: bool = False
-    """Only the pod's nominated node was filtered (it fits there)."""
+    """The filters' outcome; the per-node diagnosis is built only when asked (a pod that fits needs none)."""
+
+    def __init__(
+        self, feasible: Slots, evaluated: int, diagnose: Callable[[], Diagnosis], nominated: bool = False
+    ) -> None:
+        self.feasible = feasible
+        self.evaluated = evaluated
+        self.nominated = nominated
+        """Only the pod's nominated node was filtered (it fits there)."""
+        self._diagnose = diagnose
+
+    @functools.cached_property
+    def diagnosis(self) -> Diagnosis:
+        return self._diagnose()
 
 
 class Framework:
@@ -361,7 +370,7 @@ class Framework:
             node_name=table.names[selected],
             evaluated_nodes=found.evaluated,
             feasible_nodes=len(found.feasible),
-            diagnosis=found.diagnosis,
+            diagnosis=found.diagnosis if explain else None,
             explanation=explanation,
         )
 
@@ -401,14 +410,14 @@ class Framework:
                 own_status = self._filter_node(state, pod, table, own_slot, nominated.get(own_slot, ()))
                 if own_status.is_success:
                     own = np.array([own_slot], dtype=np.intp)
-                    return _FilterPass(own, Diagnosis(table.num_nodes), 1, nominated=True)
+                    return _FilterPass(own, 1, lambda: Diagnosis(table.num_nodes), nominated=True)
         active = table.node_order()
         count = len(active)
         start = self._next_start_index % count
         candidates = np.concatenate([active[start:], active[:start]])
         rejected_by = np.full(count, -1, dtype=np.int64)
         unresolvable = np.zeros(count, dtype=np.bool_)
-        reasons: dict[int, list[str]] = defaultdict(list)
+        rejections: list[tuple[Slots, str]] = []
         for index, plugin in enumerate(self.filter_plugins):
             if plugin.name in state.skip_filter_plugins:
                 continue
@@ -419,8 +428,8 @@ class Framework:
                 hit = positions[np.asarray(rejection.mask, dtype=np.bool_)]
                 rejected_by[hit] = index
                 unresolvable[hit] |= rejection.unresolvable
-                for position in hit.tolist():
-                    reasons[position].append(rejection.reason)
+                if len(hit):
+                    rejections.append((hit, rejection.reason))
         overrides = self._with_nominated_pods(pod, table, candidates, nominated)
         for position in overrides:
             rejected_by[position] = len(self.filter_plugins)  # rejected: the status is in overrides
@@ -431,10 +440,17 @@ class Framework:
             feasible = feasible[:wanted]
             processed = int(feasible[-1]) + 1
         self._next_start_index = (start + processed) % count
-        diagnosis = self._diagnosis(
-            table, candidates, rejected_by[:processed], unresolvable, reasons, overrides
-        )
-        return _FilterPass(candidates[feasible], diagnosis, len(feasible) + len(diagnosis.node_statuses))
+        rejected = rejected_by[:processed]
+
+        def diagnose() -> Diagnosis:
+            reasons: dict[int, list[str]] = defaultdict(list)
+            for hit, reason in rejections:
+                for position in hit.tolist():
+                    reasons[position].append(reason)
+            return self._diagnosis(table, candidates, rejected, unresolvable, reasons, overrides)
+
+        evaluated = len(feasible) + int(np.count_nonzero(rejected >= 0))
+        return _FilterPass(candidates[feasible], evaluated, diagnose)
 
     def run_filters_with_nominated_pods(
         self,

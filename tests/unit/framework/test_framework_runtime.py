@@ -194,7 +194,7 @@ def test_a_node_reports_only_the_first_plugin_that_rejected_it() -> None:
         make_node("small", cpu="1"),
         make_node("big", cpu="8"),
     ]
-    result = fw.schedule(pod_info("p", requests={"cpu": "2"}), table_of(nodes))
+    result = fw.schedule(pod_info("p", requests={"cpu": "2"}), table_of(nodes), explain=True)
     assert result.node_name == "big"
     assert result.diagnosis is not None
     statuses = result.diagnosis.node_statuses

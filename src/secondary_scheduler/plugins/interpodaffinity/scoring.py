@@ -9,16 +9,17 @@ scores are rescaled so the lowest is 0 and the highest 100.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
-from secondary_scheduler.framework.affinityterms import AffinityTerm, NamespaceLabels
+from secondary_scheduler.framework.affinityterms import NamespaceLabels
 from secondary_scheduler.framework.aliases import IntArray, Slots
 from secondary_scheduler.framework.nodetable import NodeTable
 from secondary_scheduler.framework.podinfo import PodInfo
 from secondary_scheduler.framework.scores import MAX_NODE_SCORE
+from secondary_scheduler.plugins.interpodaffinity.index import affinity_index, cacheable
 from secondary_scheduler.plugins.interpodaffinity.topology import domain_values, pods_in_reach
 
 TopologyScores = dict[str, dict[str, int]]
@@ -30,19 +31,10 @@ class ScoreState:
     topology_scores: TopologyScores
 
 
-def _add(
-    scores: TopologyScores,
-    terms: Iterable[tuple[AffinityTerm, int]],
-    target: PodInfo,
-    node_labels: Mapping[str, str],
-    namespace_labels: NamespaceLabels,
-) -> None:
-    for term, amount in terms:
-        if term.matches(target.namespace, target.labels, namespace_labels):
-            value = node_labels.get(term.topology_key)
-            if value is not None:
-                domain = scores.setdefault(term.topology_key, {})
-                domain[value] = domain.get(value, 0) + amount
+def _add(scores: TopologyScores, key: str, counts: Mapping[str, int], weight: int) -> None:
+    domain = scores.setdefault(key, {})
+    for value, count in counts.items():
+        domain[value] = domain.get(value, 0) + weight * count
 
 
 def score_state(
@@ -59,15 +51,26 @@ def score_state(
     scores: TopologyScores = {}
     incoming = [(item.term, item.weight) for item in pod.preferred_affinity_terms]
     incoming += [(item.term, -item.weight) for item in pod.preferred_anti_affinity_terms]
-    for other, slot in pods_in_reach(table, (term for term, _weight in incoming)):
-        _add(scores, incoming, other, table.labels[slot], namespace_labels)
-    for other, slot in table.pods_with_affinity():
-        node_labels = table.labels[slot]
-        theirs = [(item.term, item.weight) for item in other.preferred_affinity_terms]
-        theirs += [(item.term, -item.weight) for item in other.preferred_anti_affinity_terms]
-        if hard_pod_affinity_weight > 0:
-            theirs += [(term, hard_pod_affinity_weight) for term in other.required_affinity_terms]
-        _add(scores, theirs, pod, node_labels, namespace_labels)
+    index = affinity_index(table)
+    walked = []
+    for term, weight in incoming:
+        if cacheable((term,)):
+            counts = index.selection((term,)).counts[term.topology_key]
+            if counts:
+                _add(scores, term.topology_key, counts, weight)
+        else:
+            walked.append((term, weight))
+    if walked:
+        for other, slot in pods_in_reach(table, (term for term, _weight in walked)):
+            node_labels = table.labels[slot]
+            for term, weight in walked:
+                value = node_labels.get(term.topology_key)
+                if value is not None and term.matches(other.namespace, other.labels, namespace_labels):
+                    _add(scores, term.topology_key, {value: 1}, weight)
+    for (term, weight), counts in index.scoring_terms.items():
+        amount = hard_pod_affinity_weight if weight is None else weight
+        if counts and amount and term.matches(pod.namespace, pod.labels, namespace_labels):
+            _add(scores, term.topology_key, counts, amount)
     return ScoreState(scores) if scores else None
 
 

@@ -1,35 +1,29 @@
-"""Counts per topology pair (label key, value), and their lookup over many nodes at once."""
+"""Topology domains (label key, values) of pods, and their lookup over many nodes at once."""
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 
 import numpy as np
 
 from secondary_scheduler.framework.affinityterms import AffinityTerm
-from secondary_scheduler.framework.aliases import BoolArray, IntArray, Slots
+from secondary_scheduler.framework.aliases import IntArray, Slots
 from secondary_scheduler.framework.nodetable import NodeTable
 from secondary_scheduler.framework.podinfo import PodInfo
 
-TopologyPair = tuple[str, str]
+Domains = dict[str, set[str]]
+"""Topology key -> the values (domains) where some pod counts."""
 
 
-def add_pair(
-    counts: Counter[TopologyPair], node_labels: Mapping[str, str], key: str, amount: int = 1
-) -> None:
-    """Count ``amount`` in the node's domain for ``key``; nodes without that label count nowhere."""
-    value = node_labels.get(key)
-    if value is not None:
-        counts[(key, value)] += amount
-
-
-def in_positive_domain(
-    table: NodeTable, nodes: Slots, key: str, counts: Mapping[TopologyPair, int]
-) -> BoolArray:
-    """Whether each node's domain for ``key`` has a positive count."""
-    values = [value for (pair_key, value), count in counts.items() if pair_key == key and count > 0]
-    return table.label_column(key).isin(nodes, values)
+def add_domains(domains: Domains, key: str, values: Iterable[str]) -> None:
+    """Add ``values`` as domains of ``key``; a key keeps an entry only with at least one value."""
+    known = domains.get(key)
+    if known is None:
+        fresh = set(values)
+        if fresh:
+            domains[key] = fresh
+    else:
+        known.update(values)
 
 
 def domain_values(table: NodeTable, nodes: Slots, key: str, values: Mapping[str, int]) -> IntArray:

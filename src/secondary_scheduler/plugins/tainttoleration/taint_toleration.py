@@ -65,9 +65,9 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin):
             return False
 
         taints = table.taints
-        mask = np.fromiter(
-            (repels(taints[slot]) for slot in candidates.tolist()), dtype=np.bool_, count=len(candidates)
-        )
+        mask = np.zeros(len(candidates), dtype=np.bool_)
+        for position in np.flatnonzero(table.tainted[candidates]).tolist():
+            mask[position] = repels(taints[candidates[position]])
         return [Rejection(mask, REASON, unresolvable=True)]
 
     def pre_score(self, state: CycleState, pod: PodInfo, table: NodeTable, nodes: Slots) -> Status:
@@ -79,14 +79,13 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin):
             _PRE_SCORE_KEY, _PreferNoScheduleTolerations
         ) or _PreferNoScheduleTolerations.of(pod)
         taints = table.taints
-        counts = (
-            sum(
+        counts = np.zeros(len(nodes), dtype=np.int64)
+        for position in np.flatnonzero(table.tainted[nodes]).tolist():
+            counts[position] = sum(
                 taint.effect == PREFER_NO_SCHEDULE and not tolerated(taint, tolerations)
-                for taint in taints[slot]
+                for taint in taints[nodes[position]]
             )
-            for slot in nodes.tolist()
-        )
-        return np.fromiter(counts, dtype=np.int64, count=len(nodes))
+        return counts
 
     def normalize(self, state: CycleState, pod: PodInfo, scores: IntArray) -> IntArray:
         return default_normalize_score(scores, reverse=True)
