@@ -67,8 +67,8 @@ def score_state(
                 value = node_labels.get(term.topology_key)
                 if value is not None and term.matches(other.namespace, other.labels, namespace_labels):
                     _add(scores, term.topology_key, {value: 1}, weight)
-    for (term, weight), counts in index.scoring_terms.items():
-        amount = hard_pod_affinity_weight if weight is None else weight
+    for (term, existing_weight), counts in index.scoring_terms.items():
+        amount = hard_pod_affinity_weight if existing_weight is None else existing_weight
         if counts and amount and term.matches(pod.namespace, pod.labels, namespace_labels):
             _add(scores, term.topology_key, counts, amount)
     return ScoreState(scores) if scores else None
