@@ -142,6 +142,7 @@ class NodeTable:
         self._with_affinity: dict[str, tuple[PodInfo, int]] = {}
         self._label_columns: dict[str, LabelColumn] = {}
         self._image_columns: dict[str, IntArray] = {}
+        self._request_rows: dict[str, tuple[PodInfo, IntArray]] = {}
         self._zones = _ZoneTree()
         self._indexes: dict[str, PodIndex] = {}
 
@@ -407,6 +408,24 @@ class NodeTable:
         if self._indexes:
             self._tell_indexes(slot, pod, placed=False)
 
+    def _request_row(self, pod: PodInfo) -> IntArray:
+        """The pod's requests as a row of ``requested`` (cached: preemption's dry runs move pods often)."""
+        width = self.requested.shape[1]
+        cached = self._request_rows.get(pod.key)
+        if cached is not None and cached[0] is pod and len(cached[1]) == width:
+            return cached[1]
+        for name in pod.requests:
+            self._resource_column(name)  # first: it may widen the arrays
+        row = np.zeros(self.requested.shape[1], dtype=np.int64)
+        for name, value in pod.requests.items():
+            row[self._resource_column(name)] = value
+        if len(self._request_rows) > 2 * len(self._pod_nodes) + 1024:  # forget pods long gone
+            self._request_rows = {
+                key: item for key, item in self._request_rows.items() if key in self._pod_nodes
+            }
+        self._request_rows[pod.key] = (pod, row)
+        return row
+
     def _tell_indexes(self, slot: int, pod: PodInfo, *, placed: bool) -> None:
         labels = self.labels[slot]
         for index in self._indexes.values():
@@ -416,9 +435,11 @@ class NodeTable:
                 index.pod_removed(slot, pod, labels)
 
     def _count(self, slot: int, pod: PodInfo, sign: int) -> None:
-        for name, value in pod.requests.items():
-            column = self._resource_column(name)  # first: it may grow the arrays
-            self.requested[slot, column] += sign * value
+        row = self._request_row(pod)
+        if sign > 0:
+            self.requested[slot] += row
+        else:
+            self.requested[slot] -= row
         self.non_zero_requested[slot, CPU_COLUMN] += sign * pod.non_zero_cpu
         self.non_zero_requested[slot, MEMORY_COLUMN] += sign * pod.non_zero_memory
         self.pod_count[slot] += sign

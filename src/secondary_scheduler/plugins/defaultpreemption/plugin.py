@@ -165,10 +165,16 @@ class DefaultPreemption(PostFilterPlugin):
             potential.sort(key=lambda other: importance(other, now))
             violating, non_violating = split_by_pdb_violation(potential, budgets)
             victims: list[PodInfo] = []
+            last = (non_violating or violating)[-1]
 
             def reprieve(other: PodInfo) -> bool:
                 """Put ``other`` back if the pod still fits with it; else it is a victim."""
                 nonlocal removed_read
+                if other is last and not victims:
+                    # Every other pod is back: with this one too the node is as it was when this
+                    # cycle's filters rejected it, so it stays a victim (no need to filter again).
+                    victims.append(other)
+                    return False
                 table.add_pod(other, node)
                 removed_read -= other.key in read
                 if fits():
