@@ -387,7 +387,8 @@ class NodeTable:
 
     def _place(self, slot: int, pod: PodInfo) -> None:
         self._count(slot, pod, 1)
-        self.used_ports[slot].update(pod.host_ports)
+        if pod.host_ports:
+            self.used_ports[slot].update(pod.host_ports)
         self.pods[slot][pod.key] = pod
         self._by_namespace.setdefault(pod.namespace, {})[pod.key] = (pod, slot)
         if pod.has_pod_affinity:
@@ -397,8 +398,9 @@ class NodeTable:
 
     def _unplace(self, slot: int, pod: PodInfo) -> None:
         self._count(slot, pod, -1)
-        self.used_ports[slot].subtract(pod.host_ports)
-        self.used_ports[slot] += Counter()
+        if pod.host_ports:
+            self.used_ports[slot].subtract(pod.host_ports)
+            self.used_ports[slot] += Counter()
         del self.pods[slot][pod.key]
         namespace = self._by_namespace[pod.namespace]
         del namespace[pod.key]

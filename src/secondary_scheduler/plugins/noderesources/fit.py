@@ -61,6 +61,8 @@ from secondary_scheduler.plugins.noderesources.resource_allocation import (
 
 TOO_MANY_PODS = "Too many pods"
 _CHECK_ORDER = {CPU: 0, MEMORY: 1, EPHEMERAL_STORAGE: 2}
+_ONE_TRUE = np.ones(1, dtype=np.bool_)
+"""The mask of a one-node filter that rejects its node."""
 LEAST_ALLOCATED = "LeastAllocated"
 MOST_ALLOCATED = "MostAllocated"
 REQUESTED_TO_CAPACITY_RATIO = "RequestedToCapacityRatio"
@@ -147,6 +149,8 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
 
     def filter(self, state: CycleState, pod: PodInfo, table: NodeTable, candidates: Slots) -> list[Rejection]:
         checked = state.read(_PRE_FILTER_KEY, _CheckedRequests) or self._checked_requests(pod)
+        if len(candidates) == 1:
+            return self._filter_one_node(checked, table, int(candidates[0]))
         full = table.pod_count[candidates] + 1 > table.allocatable[candidates, PODS_COLUMN]
         rejections = [Rejection(full, TOO_MANY_PODS)]
         none = np.zeros(len(candidates), dtype=np.int64)
@@ -158,6 +162,22 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
             beyond = amount > allocatable
             reason = f"Insufficient {resource}"
             rejections += [Rejection(short & beyond, reason, True), Rejection(short & ~beyond, reason)]
+        return rejections
+
+    @staticmethod
+    def _filter_one_node(checked: _CheckedRequests, table: NodeTable, slot: int) -> list[Rejection]:
+        """``filter`` on one node with plain integers (preemption's dry run asks node by node)."""
+        allocatable = table.allocatable[slot].tolist()
+        requested = table.requested[slot].tolist()
+        rejections = []
+        if int(table.pod_count[slot]) + 1 > allocatable[PODS_COLUMN]:
+            rejections.append(Rejection(_ONE_TRUE, TOO_MANY_PODS))
+        for resource, amount in checked.items:
+            column = table.resources.column(resource)
+            free = 0 if column is None else allocatable[column] - requested[column]
+            if amount > free:
+                beyond = amount > (0 if column is None else allocatable[column])
+                rejections.append(Rejection(_ONE_TRUE, f"Insufficient {resource}", beyond))
         return rejections
 
     def pre_score(self, state: CycleState, pod: PodInfo, table: NodeTable, nodes: Slots) -> Status:
