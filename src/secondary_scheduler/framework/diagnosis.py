@@ -54,10 +54,19 @@ class Diagnosis:
             return status
         return self.absent_status or Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
 
+    def distinct_statuses(self) -> list[tuple[Status, int]]:
+        """Each distinct Status object of ``node_statuses`` and on how many nodes (nodes share them)."""
+        by_identity: dict[int, Status] = {}
+        for status in self.node_statuses.values():
+            by_identity.setdefault(id(status), status)
+        tally = Counter(map(id, self.node_statuses.values()))
+        return [(status, tally[key]) for key, status in by_identity.items()]
+
     def reason_counts(self) -> Counter[str]:
         counts: Counter[str] = Counter()
-        for status in self.node_statuses.values():
-            counts.update(status.reasons)
+        for status, nodes in self.distinct_statuses():
+            for reason in status.reasons:
+                counts[reason] += nodes
         absent = self.num_all_nodes - len(self.node_statuses)
         if absent > 0 and self.absent_status is not None:
             for reason in self.absent_status.reasons:

@@ -286,11 +286,13 @@ class Evaluator:
         self, state: CycleState, pod: PodInfo, table: NodeTable, diagnosis: Diagnosis
     ) -> tuple[list[Candidate], dict[str, Status], list[str]]:
         """Dry-run preemption on the nodes where it might help (findCandidates)."""
-        potential = [
-            slot
-            for slot in table.node_order().tolist()
-            if diagnosis.status_of(table.names[slot]).code == Code.UNSCHEDULABLE
-        ]
+        potential: list[int] = []
+        if any(status.code == Code.UNSCHEDULABLE for status, _nodes in diagnosis.distinct_statuses()):
+            potential = [
+                slot
+                for slot in table.node_order().tolist()
+                if diagnosis.status_of(table.names[slot]).code == Code.UNSCHEDULABLE
+            ]
         if not potential:
             return [], {}, []
         budgets = [Budget.parse(obj) for obj in self.budgets]

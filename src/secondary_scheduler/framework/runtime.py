@@ -21,7 +21,6 @@ import asyncio
 import functools
 import logging
 import random
-from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -443,11 +442,7 @@ class Framework:
         rejected = rejected_by[:processed]
 
         def diagnose() -> Diagnosis:
-            reasons: dict[int, list[str]] = defaultdict(list)
-            for hit, reason in rejections:
-                for position in hit.tolist():
-                    reasons[position].append(reason)
-            return self._diagnosis(table, candidates, rejected, unresolvable, reasons, overrides)
+            return self._diagnosis(table, candidates, rejected, unresolvable, rejections, overrides)
 
         evaluated = len(feasible) + int(np.count_nonzero(rejected >= 0))
         return _FilterPass(candidates[feasible], evaluated, diagnose)
@@ -603,27 +598,52 @@ class Framework:
         candidates: Slots,
         rejected_by: IntArray,
         unresolvable: BoolArray,
-        reasons: Mapping[int, list[str]],
+        rejections: Sequence[tuple[Slots, str]],
         overrides: Mapping[int, Status],
     ) -> Diagnosis:
-        """Each evaluated, rejected node's status; equal statuses are shared to keep this cheap."""
+        """Each evaluated, rejected node's status; nodes rejected alike share one Status.
+
+        A node's reasons are the rejections (in the order the filters gave them) that hit it,
+        written as a bit set per node, so that grouping thousands of nodes is a few numpy calls.
+        """
         diagnosis = Diagnosis(table.num_nodes)
-        shared: dict[tuple[int, bool, tuple[str, ...]], Status] = {}
-        for position in np.flatnonzero(rejected_by >= 0).tolist():
-            status = overrides.get(position)
-            if status is not None:
-                diagnosis.unschedulable_plugins.add(status.plugin)
-                diagnosis.node_statuses[table.names[candidates[position]]] = status
+        positions = np.flatnonzero(rejected_by >= 0)
+        if not len(positions):
+            return diagnosis
+        bits = np.zeros((len(rejected_by), max(1, (len(rejections) + 62) // 63)), dtype=np.int64)
+        for number, (hit, _reason) in enumerate(rejections):
+            bits[hit[hit < len(rejected_by)], number // 63] |= 1 << (number % 63)
+        keys = np.column_stack([rejected_by[positions], unresolvable[positions], bits[positions]])
+        if len(rejections) <= 40 and len(self.filter_plugins) < 1024:  # one integer per node: a 1-D unique
+            packed = (keys[:, 0] * 2 + keys[:, 1]) << len(rejections) | keys[:, 2]
+            _values, first, inverse = np.unique(packed, return_index=True, return_inverse=True)
+            unique = keys[first]
+        else:
+            unique, inverse = np.unique(keys, axis=0, return_inverse=True)
+        shared: list[Status | None] = []
+        for plugin_index, is_unresolvable, *words in unique.tolist():
+            if plugin_index >= len(self.filter_plugins):  # rejected with its nominated pods: see overrides
+                shared.append(None)
                 continue
-            plugin_index = int(rejected_by[position])
-            key = (plugin_index, bool(unresolvable[position]), tuple(reasons[position]))
-            status = shared.get(key)
-            if status is None:
-                plugin = self.filter_plugins[plugin_index].name
-                status = Status.unschedulable(*key[2], unresolvable=key[1]).with_plugin(plugin)
-                shared[key] = status
-                diagnosis.unschedulable_plugins.add(plugin)
-            diagnosis.node_statuses[table.names[candidates[position]]] = status
+            reasons = [
+                reason
+                for number, (_hit, reason) in enumerate(rejections)
+                if words[number // 63] >> (number % 63) & 1
+            ]
+            plugin = self.filter_plugins[plugin_index].name
+            shared.append(
+                Status.unschedulable(*reasons, unresolvable=bool(is_unresolvable)).with_plugin(plugin)
+            )
+            diagnosis.unschedulable_plugins.add(plugin)
+        statuses: list[Status] = []
+        for index, position in zip(inverse.ravel().tolist(), positions.tolist(), strict=True):
+            found = shared[index]
+            if found is None:
+                found = overrides[position]
+                diagnosis.unschedulable_plugins.add(found.plugin)
+            statuses.append(found)
+        names = [table.names[slot] for slot in candidates[positions].tolist()]
+        diagnosis.node_statuses = dict(zip(names, statuses, strict=True))
         return diagnosis
 
     def _unschedulable(
