@@ -13,6 +13,7 @@ from bench.context import BenchOptions
 from bench.machine import REPOSITORY
 from bench.runner import default_command, run
 from bench.sections import SECTIONS
+from bench.workloadclasses import CLASS_NAMES
 
 DEFAULT_SIZES = (100, 1000, 5000)
 DEFAULT_PODS = {100: 1000, 1000: 2000, 5000: 3000}
@@ -21,7 +22,16 @@ VOLUME_DEFAULT_SIZES = (1000,)
 """The volumes section measures here unless --sizes is given (then at every size)."""
 GANG_DEFAULT_SIZES = (1000,)
 """The gang section measures here unless --sizes is given (then at every size)."""
-SECTION_DEFAULT_SIZES = {"volumes": VOLUME_DEFAULT_SIZES, "gang": GANG_DEFAULT_SIZES}
+WORKLOADS_DEFAULT_SIZES = (1000, 5000)
+"""The workloads section measures here unless --sizes is given (then at every size)."""
+WORKLOADS_DEFAULT_PODS = {1000: (500, 500), 5000: (1000, 1000)}
+"""(pre-existing, measured) pods per class of the workloads section when --workload-existing and
+--workload-pods are not given (at another size: half its nodes each, at most 1,000)."""
+SECTION_DEFAULT_SIZES = {
+    "volumes": VOLUME_DEFAULT_SIZES,
+    "gang": GANG_DEFAULT_SIZES,
+    "workloads": WORKLOADS_DEFAULT_SIZES,
+}
 
 
 def _numbers(text: str) -> tuple[int, ...]:
@@ -51,6 +61,26 @@ def _sections(text: str) -> tuple[str, ...]:
     return names
 
 
+def _classes(text: str) -> tuple[str, ...]:
+    names = tuple(part.strip() for part in text.split(",") if part.strip())
+    unknown = [name for name in names if name not in CLASS_NAMES]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            f"unknown workload class(es) {', '.join(unknown) or text!r}; known: {', '.join(CLASS_NAMES)}"
+        )
+    return names
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from error
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"expected a fraction in (0, 1], got {text!r}")
+    return value
+
+
 def parser() -> argparse.ArgumentParser:
     default_workdir = Path(os.environ.get("TMPDIR", "/tmp")) / "secsched-bench"
     p = argparse.ArgumentParser(
@@ -63,7 +93,8 @@ def parser() -> argparse.ArgumentParser:
         type=_numbers,
         default=None,
         help="cluster sizes in nodes (default 100,1000,5000; 1000 when only the volumes or gang sections "
-        "run); the volumes and gang sections measure at every size given here, by default at 1000 only",
+        "run, 1000,5000 when only the workloads section runs); the volumes and gang sections measure at "
+        "every size given here, by default at 1000 only, the workloads section at 1000 and 5000",
     )
     p.add_argument(
         "--pods",
@@ -91,6 +122,42 @@ def parser() -> argparse.ArgumentParser:
         default=(8, 16),
         help="MIN,MAX pods of a gang in the gang section (minMember is the gang's size; default 8,16)",
     )
+    p.add_argument(
+        "--workload-pods",
+        type=_numbers,
+        default=None,
+        help="measured pods per class and size of the workloads section (one value, or one per size; "
+        "default 500 at 1000 nodes, 1000 at 5000)",
+    )
+    p.add_argument(
+        "--workload-existing",
+        type=_numbers,
+        default=None,
+        help="pre-existing (already bound) pods per class and size of the workloads section (one value, "
+        "or one per size; default 500 at 1000 nodes, 1000 at 5000; the preemption class has one per node)",
+    )
+    p.add_argument(
+        "--workload-classes",
+        type=_classes,
+        default=CLASS_NAMES,
+        help=f"workload classes to measure (comma-separated; default all: {', '.join(CLASS_NAMES)})",
+    )
+    p.add_argument(
+        "--workload-repeats", type=int, default=1, help="saturation runs per scheduler, class and size"
+    )
+    p.add_argument(
+        "--open-loop",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="after each class's saturation runs, run each scheduler once at a fixed arrival rate",
+    )
+    p.add_argument(
+        "--open-loop-fraction",
+        type=_fraction,
+        default=0.5,
+        help="the open-loop arrival rate as a share of the lower of the two saturation throughputs",
+    )
+    p.add_argument("--open-loop-pods", type=int, default=300, help="pods of each open-loop run")
     p.add_argument("--qps", type=float, default=5000.0, help="client QPS of both schedulers")
     p.add_argument("--burst", type=int, default=5000, help="client burst of both schedulers")
     p.add_argument("--repeats", type=int, default=2, help="runs per scheduler and size (ABBA order)")
@@ -102,6 +169,13 @@ def parser() -> argparse.ArgumentParser:
         help="also run once each at the smallest size with kube-scheduler's default qps 50/burst 100",
     )
     p.add_argument("--kube-default-pods", type=int, default=1000, help="pods for the qps 50 runs")
+    p.add_argument(
+        "--profile",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="sample our scheduler with py-spy during the workloads section's saturation runs and "
+        "report where its time goes (needs py-spy: the dev extra installs it)",
+    )
     p.add_argument(
         "--only", type=_sections, default=tuple(SECTIONS), help="sections to run (comma-separated)"
     )
@@ -132,13 +206,28 @@ def parser() -> argparse.ArgumentParser:
 
 def _sizes(given: tuple[int, ...] | None, sections: Sequence[str]) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """(the cluster's sizes, the volumes section's sizes): ``--sizes`` for both if given; else the
-    defaults of the sections that run (throughput and placement 100, 1000, 5000; volumes and gang 1000)."""
+    defaults of the sections that run (throughput and placement 100, 1000, 5000; volumes and gang 1000;
+    workloads 1000, 5000)."""
     if given:
         return given, given
     sizes: set[int] = set()
     for name in sections:
         sizes.update(SECTION_DEFAULT_SIZES.get(name, DEFAULT_SIZES))
     return tuple(sorted(sizes)), VOLUME_DEFAULT_SIZES
+
+
+def _per_size(
+    given: tuple[int, ...] | None, sizes: tuple[int, ...], which: int, option: str
+) -> tuple[int, ...]:
+    """One value per size: ``given`` (one for all, or one each), else the workloads section's
+    default (``which``: 0 pre-existing, 1 measured)."""
+    if given is None:
+        return tuple(WORKLOADS_DEFAULT_PODS.get(size, (min(1000, size // 2),) * 2)[which] for size in sizes)
+    if len(given) == 1:
+        return given * len(sizes)
+    if len(given) != len(sizes):
+        parser().error(f"{option} has {len(given)} values for {len(sizes)} sizes")
+    return given
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -156,6 +245,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         gang_groups = gang_groups * len(gang_sizes)
     if len(gang_groups) != len(gang_sizes):
         parser().error(f"--gang-groups has {len(gang_groups)} values for {len(gang_sizes)} sizes")
+    workload_sizes: tuple[int, ...] = args.sizes or WORKLOADS_DEFAULT_SIZES
+    workload_pods = _per_size(args.workload_pods, workload_sizes, 1, "--workload-pods")
+    workload_existing = _per_size(args.workload_existing, workload_sizes, 0, "--workload-existing")
     if len(pods) == 1:
         pods = pods * len(sizes)
     if len(pods) != len(sizes):
@@ -180,6 +272,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         gang_sizes=tuple(size for size, _ in sorted(zip(gang_sizes, gang_groups, strict=True))),
         gang_groups=tuple(count for _, count in sorted(zip(gang_sizes, gang_groups, strict=True))),
         gang_members=args.gang_members,
+        profile=args.profile,
+        workload_sizes=tuple(sorted(workload_sizes)),
+        workload_pods=tuple(count for _, count in sorted(zip(workload_sizes, workload_pods, strict=True))),
+        workload_existing=tuple(
+            count for _, count in sorted(zip(workload_sizes, workload_existing, strict=True))
+        ),
+        workload_classes=args.workload_classes,
+        workload_repeats=max(1, args.workload_repeats),
+        open_loop=args.open_loop,
+        open_loop_fraction=args.open_loop_fraction,
+        open_loop_pods=max(1, args.open_loop_pods),
     )
     output = None if args.output == "-" else Path(args.output)
     markdown = run(

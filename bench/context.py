@@ -45,6 +45,23 @@ class BenchOptions:
     """PodGroups per gang size, aligned with ``gang_sizes``."""
     gang_members: tuple[int, int] = (8, 16)
     """The fewest and the most pods of a gang (minMember is its size)."""
+    workload_sizes: tuple[int, ...] = ()
+    """Sizes at which the workloads section measures (a subset of ``sizes``)."""
+    workload_pods: tuple[int, ...] = ()
+    """Measured pods per workload size, aligned with ``workload_sizes``."""
+    workload_existing: tuple[int, ...] = ()
+    """Pre-existing (already bound) pods per workload size, aligned with ``workload_sizes``."""
+    workload_classes: tuple[str, ...] = ()
+    """The workload classes to measure, in this order (empty: none)."""
+    workload_repeats: int = 1
+    """Saturation runs per scheduler, class and size."""
+    open_loop: bool = True
+    """Also run each scheduler once per class at a fixed arrival rate below both one's capacity."""
+    open_loop_fraction: float = 0.5
+    """The open-loop arrival rate: this share of the lower of the two saturation throughputs."""
+    open_loop_pods: int = 300
+    profile: bool = True
+    """Sample our scheduler's stacks (py-spy) during the workloads section's saturation runs."""
 
     def pods_for(self, nodes: int) -> int:
         return self.pods[self.sizes.index(nodes)]
@@ -54,6 +71,12 @@ class BenchOptions:
 
     def gang_groups_for(self, nodes: int) -> int:
         return self.gang_groups[self.gang_sizes.index(nodes)]
+
+    def workload_pods_for(self, nodes: int) -> int:
+        return self.workload_pods[self.workload_sizes.index(nodes)]
+
+    def workload_existing_for(self, nodes: int) -> int:
+        return self.workload_existing[self.workload_sizes.index(nodes)]
 
 
 @dataclass

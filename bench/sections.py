@@ -55,6 +55,12 @@ def _throughput(options: BenchOptions) -> Section:
     return ThroughputSection(options)
 
 
+def _workloads(options: BenchOptions) -> Section:
+    from bench.workloads import WorkloadsSection
+
+    return WorkloadsSection(options)
+
+
 def _placement(options: BenchOptions) -> Section:
     from bench.placement import PlacementSection
 
@@ -75,6 +81,7 @@ def _gang(options: BenchOptions) -> Section:
 
 SECTIONS: dict[str, Callable[[BenchOptions], Section]] = {
     "throughput": _throughput,
+    "workloads": _workloads,
     "volumes": _volumes,
     "gang": _gang,
     "placement": _placement,

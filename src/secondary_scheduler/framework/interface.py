@@ -9,7 +9,7 @@ bases of its extension points and overrides their methods (the bases' raise).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, NamedTuple, Protocol, TypeVar
 
 from secondary_scheduler.config.base import ConfigModel
@@ -136,10 +136,27 @@ class PreEnqueuePlugin(Plugin):
         raise NotImplementedError
 
 
+PodPredicate = Callable[[PodInfo], bool]
+
+
+def reads_no_pod(other: PodInfo) -> bool:
+    """``PreFilterPlugin.pods_read`` of a plugin whose PreFilter depends on no other pod."""
+    return False
+
+
 class PreFilterPlugin(Plugin):
     def pre_filter(self, state: CycleState, pod: PodInfo, table: NodeTable) -> Status:
         """Precompute for Filter; Skip means this plugin's Filter has nothing to check."""
         raise NotImplementedError
+
+    def pods_read(self, pod: PodInfo) -> PodPredicate | None:
+        """Which other pods PreFilter's output for ``pod`` depends on; None (the default): maybe any.
+
+        What kube-scheduler's PreFilterExtensions (AddPod, RemovePod) are for: when a what-if
+        adds or removes pods (nominated pods counted on a node, preemption's dry run), the
+        runtime runs PreFilter again only if a plugin reads one of them, else reuses its output.
+        """
+        return None
 
 
 class FilterPlugin(Plugin):

@@ -45,6 +45,7 @@ from secondary_scheduler.framework.interface import (
     FilterPlugin,
     PermitPlugin,
     Plugin,
+    PodPredicate,
     PostBindPlugin,
     PostFilterPlugin,
     PreBindPlugin,
@@ -55,6 +56,7 @@ from secondary_scheduler.framework.interface import (
     QueueSortPlugin,
     ReservePlugin,
     ScorePlugin,
+    reads_no_pod,
 )
 from secondary_scheduler.framework.nodetable import NodeTable
 from secondary_scheduler.framework.podinfo import PodInfo
@@ -102,6 +104,10 @@ class _CycleError(Exception):
     def __init__(self, status: Status) -> None:
         super().__init__(status.message)
         self.status = status
+
+
+def _reads_any_pod(other: PodInfo) -> bool:
+    return True
 
 
 class _FilterPass:
@@ -414,22 +420,8 @@ class Framework:
         count = len(active)
         start = self._next_start_index % count
         candidates = np.concatenate([active[start:], active[:start]])
-        rejected_by = np.full(count, -1, dtype=np.int64)
-        unresolvable = np.zeros(count, dtype=np.bool_)
-        rejections: list[tuple[Slots, str]] = []
-        for index, plugin in enumerate(self.filter_plugins):
-            if plugin.name in state.skip_filter_plugins:
-                continue
-            positions = np.flatnonzero(rejected_by < 0)
-            if not len(positions):
-                break
-            for rejection in plugin.filter(state, pod, table, candidates[positions]):
-                hit = positions[np.asarray(rejection.mask, dtype=np.bool_)]
-                rejected_by[hit] = index
-                unresolvable[hit] |= rejection.unresolvable
-                if len(hit):
-                    rejections.append((hit, rejection.reason))
-        overrides = self._with_nominated_pods(pod, table, candidates, nominated)
+        rejected_by, unresolvable, rejections = self._filter_pass(state, pod, table, candidates)
+        overrides = self._with_nominated_pods(state, pod, table, candidates, nominated)
         for position in overrides:
             rejected_by[position] = len(self.filter_plugins)  # rejected: the status is in overrides
         feasible = np.flatnonzero(rejected_by < 0)
@@ -446,6 +438,44 @@ class Framework:
 
         evaluated = len(feasible) + int(np.count_nonzero(rejected >= 0))
         return _FilterPass(candidates[feasible], evaluated, diagnose)
+
+    def _filter_pass(
+        self, state: CycleState, pod: PodInfo, table: NodeTable, candidates: Slots
+    ) -> tuple[IntArray, BoolArray, list[tuple[Slots, str]]]:
+        """Every Filter over the candidates at once: per candidate the index of the first plugin
+        that rejected it (-1: none) and whether unresolvably, and each rejection's positions."""
+        count = len(candidates)
+        rejected_by = np.full(count, -1, dtype=np.int64)
+        unresolvable = np.zeros(count, dtype=np.bool_)
+        rejections: list[tuple[Slots, str]] = []
+        for index, plugin in enumerate(self.filter_plugins):
+            if plugin.name in state.skip_filter_plugins:
+                continue
+            positions = np.flatnonzero(rejected_by < 0)
+            if not len(positions):
+                break
+            for rejection in plugin.filter(state, pod, table, candidates[positions]):
+                hit = positions[np.asarray(rejection.mask, dtype=np.bool_)]
+                rejected_by[hit] = index
+                unresolvable[hit] |= rejection.unresolvable
+                if len(hit):
+                    rejections.append((hit, rejection.reason))
+        return rejected_by, unresolvable, rejections
+
+    def pre_filter_reads(self, pod: PodInfo) -> PodPredicate:
+        """Whether adding or removing a pod may change PreFilter's output for ``pod`` (a plugin reads it)."""
+        checks: list[PodPredicate] = []
+        for plugin in self.pre_filter_plugins:
+            reads = plugin.pods_read(pod)
+            if reads is None:
+                return _reads_any_pod
+            if reads is not reads_no_pod:
+                checks.append(reads)
+        if not checks:
+            return reads_no_pod
+        if len(checks) == 1:
+            return checks[0]
+        return lambda other: any(check(other) for check in checks)
 
     def run_filters_with_nominated_pods(
         self,
@@ -499,26 +529,62 @@ class Framework:
         ]
 
     def _with_nominated_pods(
-        self, pod: PodInfo, table: NodeTable, candidates: Slots, nominated: Mapping[int, list[PodInfo]]
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        table: NodeTable,
+        candidates: Slots,
+        nominated: Mapping[int, list[PodInfo]],
     ) -> dict[int, Status]:
         """Candidate position -> the status of nodes that do not fit once their nominated pods count.
 
         Only nodes with nominated pods are filtered again; the vectorised pass already
-        filtered every node without them (the second of upstream's two passes).
+        filtered every node without them (the second of upstream's two passes). Nodes whose
+        nominated pods PreFilter does not read are filtered together, with all of them on the
+        table at once (each node's filters then see only its own pods, as upstream's do); the
+        others one by one, PreFilter run again with their pods.
         """
         if not nominated:
             return {}
         position_of = np.full(table.capacity, -1, dtype=np.int64)
         position_of[candidates] = np.arange(len(candidates))
+        reads = self.pre_filter_reads(pod)
+        together: dict[int, list[PodInfo]] = {}
         overrides: dict[int, Status] = {}
         for slot, pods in nominated.items():
             position = int(position_of[slot])
             if position < 0:
                 continue
+            if not any(map(reads, pods)):
+                together[slot] = pods
+                continue
             status = self._filter_with_pods(pod, table, slot, pods)
             if not status.is_success:
                 overrides[position] = status
+        if together:
+            for slot, status in self._filter_together(state, pod, table, together).items():
+                overrides[int(position_of[slot])] = status
         return overrides
+
+    def _filter_together(
+        self, state: CycleState, pod: PodInfo, table: NodeTable, pods_by_slot: Mapping[int, list[PodInfo]]
+    ) -> dict[int, Status]:
+        """Slot -> status of the nodes that do not fit with their pods added, all filtered in one pass."""
+        added: list[PodInfo] = []
+        try:
+            for slot, pods in pods_by_slot.items():
+                for other in pods:
+                    table.add_pod(other, table.names[slot])
+                    added.append(other)
+            slots = np.fromiter(pods_by_slot, dtype=np.intp, count=len(pods_by_slot))
+            rejected_by, unresolvable, rejections = self._filter_pass(state, pod, table, slots)
+            diagnosis = self._diagnosis(table, slots, rejected_by, unresolvable, rejections, {})
+        finally:
+            for other in reversed(added):
+                table.remove_pod(other.key)
+        return {
+            int(slot): diagnosis.node_statuses[table.names[slot]] for slot in slots[rejected_by >= 0].tolist()
+        }
 
     def _filter_node(
         self,

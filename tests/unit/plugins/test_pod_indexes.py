@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import random
 
+from tests.unit.framework.kubeobjects import make_node, make_pod
+
 from secondary_scheduler.framework.labels import LabelSelector
 from secondary_scheduler.framework.nodetable import NodeTable
 from secondary_scheduler.framework.podinfo import PodInfo
 from secondary_scheduler.plugins.interpodaffinity.index import AffinityIndex, affinity_index
 from secondary_scheduler.plugins.podtopologyspread.common import SpreadIndex, spread_index
-from tests.unit.framework.kubeobjects import make_node, make_pod
 
 ZONE = "topology.kubernetes.io/zone"
 HOST = "kubernetes.io/hostname"

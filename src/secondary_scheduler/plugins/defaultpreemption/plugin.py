@@ -27,7 +27,12 @@ from typing import ClassVar
 from secondary_scheduler.framework.diagnosis import Diagnosis
 from secondary_scheduler.framework.events import ClusterEventWithHint
 from secondary_scheduler.framework.handle import Handle
-from secondary_scheduler.framework.interface import CycleState, PostFilterPlugin, PostFilterResult
+from secondary_scheduler.framework.interface import (
+    CycleState,
+    PodPredicate,
+    PostFilterPlugin,
+    PostFilterResult,
+)
 from secondary_scheduler.framework.nodetable import NodeTable
 from secondary_scheduler.framework.podinfo import PodInfo
 from secondary_scheduler.framework.preemption import (
@@ -41,7 +46,6 @@ from secondary_scheduler.framework.preemption import (
 )
 from secondary_scheduler.framework.status import SUCCESS, Code, Status
 from secondary_scheduler.plugins.defaultpreemption.args import DefaultPreemptionArgs
-from secondary_scheduler.plugins.defaultpreemption.prefilterreads import PodPredicate, pre_filter_reads
 
 NO_VICTIMS = "No preemption victims found for incoming pod"
 NOT_ELIGIBLE_NEVER = "not eligible due to preemptionPolicy=Never."
@@ -144,7 +148,7 @@ class DefaultPreemption(PostFilterPlugin):
         # The cycle's PreFilter output holds as long as no pod PreFilter reads is off the table.
         reads = self._reads.get(pod.uid)
         if reads is None:  # once per preemption: the dry run asks for every node
-            reads = self._reads[pod.uid] = pre_filter_reads(framework.pre_filter_plugins, pod)
+            reads = self._reads[pod.uid] = framework.pre_filter_reads(pod)
         read = {other.key for other in potential if reads(other)}
         base = state if state.read(_PRE_FILTER_PASSED, bool) else None
         removed_read = 0

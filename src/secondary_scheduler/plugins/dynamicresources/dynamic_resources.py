@@ -18,9 +18,11 @@ from secondary_scheduler.framework.diagnosis import Diagnosis
 from secondary_scheduler.framework.events import ClusterEventWithHint
 from secondary_scheduler.framework.interface import (
     CycleState,
+    PodPredicate,
     PostFilterPlugin,
     PostFilterResult,
     PreFilterPlugin,
+    reads_no_pod,
 )
 from secondary_scheduler.framework.nodetable import NodeTable
 from secondary_scheduler.framework.podinfo import PodInfo
@@ -52,6 +54,9 @@ class DynamicResources(PreFilterPlugin, PostFilterPlugin):
     ) -> PostFilterResult:
         """Before preemption, upstream tries to deallocate claims: with none to free, it says so."""
         return PostFilterResult(Status.unschedulable(NO_CLAIMS_TO_DEALLOCATE))
+
+    def pods_read(self, pod: PodInfo) -> PodPredicate:
+        return reads_no_pod  # its PreFilter reads the pod and objects, never other pods
 
     def pre_filter(self, state: CycleState, pod: PodInfo, table: NodeTable) -> Status:
         if not (pod.obj.get("spec") or {}).get("resourceClaims"):

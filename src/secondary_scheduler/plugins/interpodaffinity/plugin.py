@@ -21,6 +21,7 @@ from secondary_scheduler.framework.informers import NAMESPACES
 from secondary_scheduler.framework.interface import (
     CycleState,
     FilterPlugin,
+    PodPredicate,
     PreFilterPlugin,
     PreScorePlugin,
     Rejection,
@@ -66,6 +67,20 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         if known is None:
             return namespace_name_only(namespace)
         return (known.get("metadata") or {}).get("labels") or {}
+
+    def pods_read(self, pod: PodInfo) -> PodPredicate:
+        """The pods the pod's required terms select, and the pods whose required anti-affinity selects it."""
+        labels = self.namespace_labels
+        terms = (*pod.required_affinity_terms, *pod.required_anti_affinity_terms)
+
+        def reads(other: PodInfo) -> bool:
+            if any(
+                term.matches(pod.namespace, pod.labels, labels) for term in other.required_anti_affinity_terms
+            ):
+                return True
+            return any(term.matches(other.namespace, other.labels, labels) for term in terms)
+
+        return reads
 
     def pre_filter(self, state: CycleState, pod: PodInfo, table: NodeTable) -> Status:
         prepared = filtering.filter_state(table, pod, self.namespace_labels)

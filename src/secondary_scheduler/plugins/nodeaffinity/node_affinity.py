@@ -20,10 +20,12 @@ from secondary_scheduler.framework.handle import Handle
 from secondary_scheduler.framework.interface import (
     CycleState,
     FilterPlugin,
+    PodPredicate,
     PreFilterPlugin,
     PreScorePlugin,
     Rejection,
     ScorePlugin,
+    reads_no_pod,
 )
 from secondary_scheduler.framework.nodeselector import NodeSelector, parse_preferred_terms, preferred_score
 from secondary_scheduler.framework.nodetable import NodeTable
@@ -67,6 +69,9 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
         self.added_preferred = parse_preferred_terms(
             added.get("preferredDuringSchedulingIgnoredDuringExecution")
         )
+
+    def pods_read(self, pod: PodInfo) -> PodPredicate:
+        return reads_no_pod  # its PreFilter reads the pod and objects, never other pods
 
     def pre_filter(self, state: CycleState, pod: PodInfo, table: NodeTable) -> Status:
         if pod.required_node_affinity.is_empty and self.added_required is None:

@@ -10,7 +10,14 @@ import numpy as np
 from secondary_scheduler.framework.aliases import Slots
 from secondary_scheduler.framework.events import NODE, POD, ActionType, ClusterEvent, ClusterEventWithHint
 from secondary_scheduler.framework.hostports import conflicts
-from secondary_scheduler.framework.interface import CycleState, FilterPlugin, PreFilterPlugin, Rejection
+from secondary_scheduler.framework.interface import (
+    CycleState,
+    FilterPlugin,
+    PodPredicate,
+    PreFilterPlugin,
+    Rejection,
+    reads_no_pod,
+)
 from secondary_scheduler.framework.nodetable import NodeTable
 from secondary_scheduler.framework.podinfo import PodInfo
 from secondary_scheduler.framework.status import SKIP, SUCCESS, Status
@@ -26,6 +33,9 @@ class NodePorts(PreFilterPlugin, FilterPlugin):
             ClusterEventWithHint(ClusterEvent(POD, ActionType.DELETE)),
             ClusterEventWithHint(ClusterEvent(NODE, ActionType.ADD)),
         )
+
+    def pods_read(self, pod: PodInfo) -> PodPredicate:
+        return reads_no_pod  # its PreFilter reads the pod and objects, never other pods
 
     def pre_filter(self, state: CycleState, pod: PodInfo, table: NodeTable) -> Status:
         return SUCCESS if pod.host_ports else SKIP

@@ -29,10 +29,12 @@ from secondary_scheduler.framework.handle import Handle
 from secondary_scheduler.framework.interface import (
     CycleState,
     FilterPlugin,
+    PodPredicate,
     PreFilterPlugin,
     PreScorePlugin,
     Rejection,
     ScorePlugin,
+    reads_no_pod,
 )
 from secondary_scheduler.framework.nodetable import NodeTable
 from secondary_scheduler.framework.podinfo import PodInfo
@@ -142,6 +144,9 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
         ]
         checked.sort(key=lambda item: (_CHECK_ORDER.get(item[0], len(_CHECK_ORDER)), item[0]))
         return _CheckedRequests(tuple(checked))
+
+    def pods_read(self, pod: PodInfo) -> PodPredicate:
+        return reads_no_pod  # its PreFilter reads the pod and objects, never other pods
 
     def pre_filter(self, state: CycleState, pod: PodInfo, table: NodeTable) -> Status:
         state.write(_PRE_FILTER_KEY, self._checked_requests(pod))

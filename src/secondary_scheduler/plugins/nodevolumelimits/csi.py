@@ -42,8 +42,10 @@ from secondary_scheduler.framework.interface import (
     CycleState,
     FilterError,
     FilterPlugin,
+    PodPredicate,
     PreFilterPlugin,
     Rejection,
+    reads_no_pod,
 )
 from secondary_scheduler.framework.nodetable import NodeTable
 from secondary_scheduler.framework.podinfo import PodInfo
@@ -102,6 +104,9 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
             ),
             ClusterEventWithHint(ClusterEvent("VolumeAttachment", ActionType.DELETE), _attachment_may_help),
         )
+
+    def pods_read(self, pod: PodInfo) -> PodPredicate:
+        return reads_no_pod  # its PreFilter reads the pod and objects, never other pods
 
     def pre_filter(self, state: CycleState, pod: PodInfo, table: NodeTable) -> Status:
         for volume in helpers.pod_volumes(pod.obj):

@@ -19,6 +19,7 @@ from secondary_scheduler.framework.hints import spread_change_may_help
 from secondary_scheduler.framework.interface import (
     CycleState,
     FilterPlugin,
+    PodPredicate,
     PreFilterPlugin,
     PreScorePlugin,
     Rejection,
@@ -80,6 +81,13 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         require_all = bool(pod.spread_constraints) or not self.defaults.system_defaulted
         constraints = self.constraints(pod, SCHEDULE_ANYWAY)
         return scoring.score_state(table, pod, nodes, constraints, _matching(state, pod, table), require_all)
+
+    def pods_read(self, pod: PodInfo) -> PodPredicate:
+        """The pods of the pod's namespace that one of its DoNotSchedule constraints selects."""
+        selectors = [constraint.selector for constraint in self.constraints(pod, DO_NOT_SCHEDULE)]
+        return lambda other: (
+            other.namespace == pod.namespace and any(selector.matches(other.labels) for selector in selectors)
+        )
 
     def pre_filter(self, state: CycleState, pod: PodInfo, table: NodeTable) -> Status:
         prepared = self._filter_state(state, pod, table)

@@ -47,12 +47,14 @@ from secondary_scheduler.framework.interface import (
     CycleState,
     FilterError,
     FilterPlugin,
+    PodPredicate,
     PreBindPlugin,
     PreFilterPlugin,
     PreScorePlugin,
     Rejection,
     ReservePlugin,
     ScorePlugin,
+    reads_no_pod,
 )
 from secondary_scheduler.framework.nodetable import NodeTable
 from secondary_scheduler.framework.podinfo import PodInfo
@@ -137,6 +139,9 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, ReservePlugin, PreBindPlugin,
         )
 
     # -- PreFilter / Filter -----------------------------------------------------------------
+    def pods_read(self, pod: PodInfo) -> PodPredicate:
+        return reads_no_pod  # its PreFilter reads the pod and objects, never other pods
+
     def pre_filter(self, state: CycleState, pod: PodInfo, table: NodeTable) -> Status:
         has_claims, problem = self.binder.pod_has_claims(pod.obj)
         if problem is not None:

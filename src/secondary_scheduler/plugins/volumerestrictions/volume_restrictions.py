@@ -33,7 +33,13 @@ from secondary_scheduler.framework.events import (
 )
 from secondary_scheduler.framework.handle import Handle
 from secondary_scheduler.framework.informers import PERSISTENT_VOLUME_CLAIMS
-from secondary_scheduler.framework.interface import CycleState, FilterPlugin, PreFilterPlugin, Rejection
+from secondary_scheduler.framework.interface import (
+    CycleState,
+    FilterPlugin,
+    PodPredicate,
+    PreFilterPlugin,
+    Rejection,
+)
 from secondary_scheduler.framework.nodetable import NodeTable
 from secondary_scheduler.framework.podinfo import PodInfo
 from secondary_scheduler.framework.status import SKIP, SUCCESS, Status
@@ -113,6 +119,13 @@ class VolumeRestrictions(PreFilterPlugin, FilterPlugin):
             ),
         )
 
+    def pods_read(self, pod: PodInfo) -> PodPredicate:
+        """ReadWriteOncePod counts the pods of the pod's namespace that use one of its claims."""
+        mine = _claim_names(pod.obj)
+        return lambda other: (
+            bool(mine) and other.namespace == pod.namespace and bool(mine & _claim_names(other.obj))
+        )
+
     def pre_filter(self, state: CycleState, pod: PodInfo, table: NodeTable) -> Status:
         needs_check = any(needs_restrictions_check(volume) for volume in helpers.pod_volumes(pod.obj))
         exclusive: set[str] = set()
@@ -188,3 +201,16 @@ def _added_claim_may_help(pod: PodInfo, old: Any, new: Any) -> bool:
     if new is None or helpers.namespace_of(new) != pod.namespace:
         return False
     return helpers.name_of(new) in helpers.pvc_claim_names(pod.obj)
+
+
+def _claim_names(obj: Mapping[str, Any]) -> set[str]:
+    """The names of the claims a pod uses (its ephemeral volumes' claims included)."""
+    names: set[str] = set()
+    name = str((obj.get("metadata") or {}).get("name", ""))
+    for volume in (obj.get("spec") or {}).get("volumes") or ():
+        claim = volume.get("persistentVolumeClaim")
+        if claim is not None:
+            names.add(str(claim.get("claimName", "")))
+        elif volume.get("ephemeral") is not None:
+            names.add(f"{name}-{volume.get('name', '')}")
+    return names

@@ -28,7 +28,14 @@ from secondary_scheduler.framework.informers import (
     PERSISTENT_VOLUMES,
     STORAGE_CLASSES,
 )
-from secondary_scheduler.framework.interface import CycleState, FilterPlugin, PreFilterPlugin, Rejection
+from secondary_scheduler.framework.interface import (
+    CycleState,
+    FilterPlugin,
+    PodPredicate,
+    PreFilterPlugin,
+    Rejection,
+    reads_no_pod,
+)
 from secondary_scheduler.framework.nodetable import NodeTable
 from secondary_scheduler.framework.podinfo import PodInfo
 from secondary_scheduler.framework.status import SKIP, SUCCESS, Code, Status
@@ -88,6 +95,9 @@ class VolumeZone(PreFilterPlugin, FilterPlugin):
             ClusterEventWithHint(ClusterEvent("PersistentVolumeClaim", changed), _claim_may_help),
             ClusterEventWithHint(ClusterEvent("PersistentVolume", changed), _volume_may_help),
         )
+
+    def pods_read(self, pod: PodInfo) -> PodPredicate:
+        return reads_no_pod  # its PreFilter reads the pod and objects, never other pods
 
     def pre_filter(self, state: CycleState, pod: PodInfo, table: NodeTable) -> Status:
         topologies, status = self._topologies_of(pod)

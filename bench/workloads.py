@@ -1,0 +1,835 @@
+"""Workload classes: ours against the upstream kube-scheduler on scheduler_perf's kinds of pods.
+
+The throughput section measures pods that ask for CPU and memory only. This section measures
+the classes of kube-scheduler's scheduler_perf suite (``bench.workloadclasses``: pod
+anti-affinity, pod affinity, preferred terms, node affinity, topology spreading, a stream with
+unschedulable pods, preemption, PVC-bearing pods) with the throughput section's method: the
+same cluster per size, the same one-profile configuration and client limits for both
+schedulers, a fresh scheduler process per run.
+
+For each size and class:
+
+1. the class's pre-existing pods are created once, already bound (``spec.nodeName`` chosen by
+   the benchmark so that they keep the class's own constraints), as scheduler_perf's
+   ``createPods`` init step; both schedulers' runs share them;
+2. each scheduler runs once (``--workload-repeats``), the one going first alternating class by
+   class. A run waits until the machine has settled, starts the scheduler, schedules a few
+   warm-up pods, creates the measured pods as fast as the client can (bounded concurrency)
+   while a watch notes when each was created and first seen bound, then lists every pod of
+   the namespace and the nodes and checks every bound pod against its hard constraints;
+3. then each scheduler runs once more in open loop: fewer pods, created on a fixed schedule
+   (pod i at t0 + i / rate) at the same rate for both, a share of the lower of the two
+   saturation throughputs, so that latency is measured below either one's capacity;
+4. between runs only the measured (and warm-up) pods are deleted, and the preemption class's
+   victims are created again where they were; after the class, every pod and the namespace.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import math
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from bench import storage
+from bench.context import BenchContext, BenchOptions
+from bench.machine import component_versions, load_average
+from bench.profiles import Profile, Recorder
+from bench.report import milliseconds, number, table
+from bench.sections import RunInfo
+from bench.stats import PodClock, ratio
+from bench.throughput import LABELS, SCHEDULER_NAME, ThroughputSection, _metrics, bench_config
+from bench.volumes import PVS, VolumesSection, capacity_restored, claims_path, create_objects
+from bench.workload import (
+    JSON,
+    PodWatch,
+    _delete_each,
+    create_pods,
+    delete_all_pods,
+    pod_manifests,
+    pods_path,
+)
+from bench.workloadclasses import (
+    BY_NAME,
+    CLASS_NAMES,
+    EXISTING,
+    ROLE_LABEL,
+    check_placement,
+    existing_count,
+    existing_manifests,
+    expected_unschedulable,
+    measured_manifests,
+    nodes_of,
+    priority_classes,
+    room,
+    rules_broken,
+    zones_of,
+)
+from secondary_scheduler.cluster.progress import step
+from secondary_scheduler.cluster.schedulers import OURS, UPSTREAM, start_scheduler
+from secondary_scheduler.kube.client import ApiClient, ApiError
+from secondary_scheduler.kube.namespaces import ensure_namespace
+
+SATURATION = "saturation"
+OPEN_LOOP = "open-loop"
+KEPT_VIOLATIONS = 20
+"""Violations kept per run (all are counted)."""
+METRICS_SETTLE = 1.0
+"""Seconds to wait before reading the scheduler's counters: kube-scheduler counts an attempt after
+its binding returns, which the benchmark's watch can see first."""
+PVC_PODS = 200
+PVC_OPEN_LOOP_PODS = 60
+"""The pvc class measures at most these many pods: upstream's VolumeBinding spends about half a
+second of CPU per pod at 1,000 nodes (the volumes section), more with more nodes, so the class at
+full size would take most of the section's hour by itself."""
+PROFILE_NOTES: str = ""
+"""What the profiles below say, in words (written after reading a run's); rendered when not empty."""
+
+
+@dataclass
+class WorkloadRecord:
+    """One scheduler's one run of one class at one size."""
+
+    klass: str
+    mode: str
+    """``saturation`` (pods created as fast as the client can) or ``open-loop`` (at ``rate``)."""
+    kind: str
+    nodes: int
+    repeat: int
+    order: int
+    """Position in the size's sequence of runs (1-based)."""
+    existing: int
+    pods: int
+    """Measured pods that can be scheduled (the churn class's unschedulable ones are not counted)."""
+    bound: int
+    throughput: float
+    create_rate: float
+    p50: float
+    p99: float
+    max_latency: float
+    span: float
+    rate: float = math.nan
+    """The open-loop arrival rate asked for (pods/s)."""
+    schedule_lag: float = math.nan
+    """Open loop: the most a pod's create call started after its due time (seconds)."""
+    unschedulable: int = 0
+    """Pods of the stream that fit nowhere (the churn class), left pending."""
+    victims: int = 0
+    """Pre-existing pods gone at the end of the run (the preemption class's victims)."""
+    violation_count: int = 0
+    violations: list[str] = field(default_factory=list)
+    """The first few placement violations (``rule: what``)."""
+    scheduled_attempts: float = math.nan
+    failed_attempts: float = math.nan
+    mean_attempt_seconds: float = math.nan
+    cpu_seconds: dict[str, float] = field(default_factory=dict)
+    busy_before: float = math.nan
+    idle_cpus: float = math.nan
+    load_before: float = math.nan
+    profile: Profile | None = None
+    """Where our scheduler's time went (saturation runs, with ``--profile``)."""
+
+    def cpu_ms_per_pod(self, process: str) -> float:
+        seconds = self.cpu_seconds.get(process)
+        return math.nan if seconds is None or not self.bound else 1000 * seconds / self.bound
+
+
+@dataclass
+class Skipped:
+    nodes: int
+    klass: str
+    reason: str
+
+
+def open_loop_rate(saturation: Iterable[float], fraction: float) -> int | None:
+    """``fraction`` of the lowest saturation throughput, rounded down, at least 1 (None without one)."""
+    values = [value for value in saturation if not math.isnan(value) and value > 0]
+    if not values:
+        return None
+    return max(1, math.floor(fraction * min(values)))
+
+
+async def create_on_schedule(
+    api: ApiClient,
+    namespace: str,
+    manifests: Sequence[JSON],
+    clock: PodClock,
+    rate: float,
+    in_flight: int,
+    on_created: Callable[[], None] | None = None,
+) -> float:
+    """Create pod i at t0 + i / rate, each without waiting for the previous one (at most
+    ``in_flight`` at once); returns the most a create started after its due time (seconds)."""
+    path = pods_path(namespace)
+    gate = asyncio.Semaphore(max(1, in_flight))
+    tasks: list[asyncio.Task[None]] = []
+    lag = 0.0
+
+    async def create(manifest: JSON) -> None:
+        try:
+            await api.create(path, manifest)
+            clock.create_returned(manifest["metadata"]["name"], time.monotonic())
+            if on_created is not None:
+                on_created()
+        finally:
+            gate.release()
+
+    start = time.monotonic()
+    try:
+        for index, manifest in enumerate(manifests):
+            due = start + index / rate
+            delay = due - time.monotonic()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            await gate.acquire()
+            lag = max(lag, time.monotonic() - due)
+            tasks.append(asyncio.create_task(create(manifest)))
+        await asyncio.gather(*tasks)
+    finally:
+        for task in tasks:
+            task.cancel()
+    return lag
+
+
+async def delete_pods(
+    api: ApiClient, namespace: str, selector: str, concurrency: int, timeout: float = 600.0
+) -> None:
+    """Delete the namespace's pods that ``selector`` selects (no grace period) until none is left."""
+    path = pods_path(namespace)
+    deadline = time.monotonic() + timeout
+    while True:
+        listed = (await api.list_all(path, {"labelSelector": selector}))["items"]
+        names = [item["metadata"]["name"] for item in listed]
+        if not names:
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(
+                f"{len(names)} pods ({selector}) in {namespace} still there after {timeout:.0f}s"
+            )
+        await _delete_each(api, path, names, concurrency)
+
+
+async def restore_existing(
+    api: ApiClient, namespace: str, existing: Sequence[JSON], concurrency: int, timeout: float = 600.0
+) -> int:
+    """Create again the pre-existing pods that are gone (where they were); returns how many."""
+    path = pods_path(namespace)
+    deadline = time.monotonic() + timeout
+    restored = 0
+    while True:
+        listed = (await api.list_all(path, {"labelSelector": f"{ROLE_LABEL}={EXISTING}"}))["items"]
+        present = {item["metadata"]["name"] for item in listed}
+        terminating = [item for item in listed if item["metadata"].get("deletionTimestamp")]
+        missing = [pod for pod in existing if pod["metadata"]["name"] not in present]
+        if not missing and not terminating:
+            return restored
+        if time.monotonic() > deadline:
+            raise TimeoutError(
+                f"{len(missing)} pre-existing pods of {namespace} not restored after {timeout:.0f}s "
+                f"({len(terminating)} still terminating)"
+            )
+        restored += await _create_missing(api, path, missing, concurrency)
+        if terminating:
+            await asyncio.sleep(0.5)
+
+
+async def _create_missing(api: ApiClient, path: str, manifests: Sequence[JSON], concurrency: int) -> int:
+    """Create the objects (one already there is fine); returns how many were created."""
+    pending = iter(manifests)
+    created = 0
+
+    async def worker() -> None:
+        nonlocal created
+        for manifest in pending:
+            try:
+                await api.create(path, manifest)
+                created += 1
+            except ApiError as error:
+                if not error.conflict:
+                    raise
+
+    await asyncio.gather(*(worker() for _ in range(max(1, concurrency))))
+    return created
+
+
+async def delete_claims(
+    api: ApiClient, namespace: str, concurrency: int, report: Callable[[str], None], timeout: float = 600.0
+) -> None:
+    """Delete the namespace's claims; wait until their PVs are gone and every node's capacity is whole."""
+    path = claims_path(namespace)
+    deadline = time.monotonic() + timeout
+    claims = [item["metadata"]["name"] for item in (await api.list_all(path))["items"]]
+    await _delete_each(api, path, claims, concurrency)
+    while True:
+        left = len((await api.list_all(path))["items"])
+        volumes = [
+            volume
+            for volume in (await api.list_all(PVS))["items"]
+            if ((volume.get("spec") or {}).get("claimRef") or {}).get("namespace") == namespace
+        ]
+        short = 0
+        if not left and not volumes:
+            short, _ = await capacity_restored(api)
+            if not short:
+                return
+        if time.monotonic() > deadline:
+            raise TimeoutError(
+                f"cleaning up the claims of {namespace}: after {timeout:.0f}s, {left} claims, "
+                f"{len(volumes)} PVs left, {short} nodes without their whole capacity"
+            )
+        report(f"waiting: {left} claims, {len(volumes)} PVs left, {short} nodes' capacity not yet back")
+        await asyncio.sleep(1.0)
+
+
+# -- the section ------------------------------------------------------------------------------
+class WorkloadsSection:
+    name = "workloads"
+    title = "Workload classes"
+
+    def __init__(self, options: BenchOptions) -> None:
+        self.options = options
+        self.records: list[WorkloadRecord] = []
+        self.skipped: list[Skipped] = []
+        self.versions: dict[str, str] = {}
+        self._throughput = ThroughputSection(options)
+        """For its ``_wait_bound`` (the same stall rule)."""
+
+    # -- measuring ---------------------------------------------------------------------------
+    async def measure(self, context: BenchContext) -> None:
+        options = self.options
+        if context.nodes not in options.workload_sizes:
+            return
+        self.versions = component_versions()
+        node_objects = (await context.api.list_all("/api/v1/nodes"))["items"]
+        for manifest in priority_classes():
+            with contextlib.suppress(ApiError):
+                await context.api.create("/apis/scheduling.k8s.io/v1/priorityclasses", manifest)
+        position = 0
+        for index, klass in enumerate(options.workload_classes):
+            position = await self._class(context, node_objects, index, klass, position)
+
+    def _save(self) -> None:
+        raw = {
+            "runs": [asdict(record) for record in self.records],
+            "skipped": [asdict(item) for item in self.skipped],
+            "versions": self.versions,
+        }
+        (self.options.workdir / "workloads.json").write_text(json.dumps(raw, indent=1))
+
+    async def _class(
+        self, context: BenchContext, node_objects: Sequence[JSON], index: int, klass: str, position: int
+    ) -> int:
+        options = self.options
+        api = context.api
+        nodes = nodes_of(node_objects)
+        measured = options.workload_pods_for(context.nodes)
+        open_loop_pods = options.open_loop_pods
+        if klass == "pvc":
+            measured, open_loop_pods = min(measured, PVC_PODS), min(open_loop_pods, PVC_OPEN_LOOP_PODS)
+        existing = existing_count(klass, options.workload_existing_for(context.nodes), len(nodes))
+        problem = room(klass, len(nodes), existing, measured)
+        if problem is None and options.open_loop:
+            problem = room(klass, len(nodes), existing, open_loop_pods)
+        if problem is not None:
+            context.log(f"    [yellow]{klass}: skipped at {context.nodes:,} nodes: {problem}[/yellow]")
+            self.skipped.append(Skipped(context.nodes, klass, problem))
+            self._save()
+            return position
+        if klass == "pvc":
+            with step(f"{context.nodes:,} nodes · every node's CSINode and CSIStorageCapacity", log_every=10):
+                await VolumesSection._wait_published(context)
+        namespace = f"bench-wl-{context.nodes}-{klass}"
+        await ensure_namespace(api, namespace)
+        existing_pods = existing_manifests(klass, existing, nodes, SCHEDULER_NAME, seed=context.nodes)
+        with step(f"{context.nodes:,} nodes · {klass} · {existing:,} pre-existing pods, bound", log_every=5):
+            await create_pods(api, namespace, existing_pods, PodClock(), options.concurrency)
+        first, second = (UPSTREAM, OURS) if index % 2 == 0 else (OURS, UPSTREAM)
+        try:
+            for repeat in range(options.workload_repeats):
+                for kind in (first, second) if repeat % 2 == 0 else (second, first):
+                    position += 1
+                    record = await self._run(
+                        context,
+                        namespace,
+                        node_objects,
+                        klass,
+                        kind,
+                        SATURATION,
+                        repeat,
+                        position,
+                        measured,
+                        existing_pods,
+                    )
+                    self.records.append(record)
+                    self._save()
+            if options.open_loop:
+                rate = self.open_loop_rate(context.nodes, klass)
+                if rate is None:
+                    context.log(f"    [red]{klass}: no open-loop runs: a saturation run bound nothing[/red]")
+                else:
+                    for kind in (first, second):
+                        position += 1
+                        record = await self._run(
+                            context,
+                            namespace,
+                            node_objects,
+                            klass,
+                            kind,
+                            OPEN_LOOP,
+                            0,
+                            position,
+                            open_loop_pods,
+                            existing_pods,
+                            rate,
+                        )
+                        self.records.append(record)
+                        self._save()
+        finally:
+            with step(f"{context.nodes:,} nodes · {klass} · deleting its pods and namespace", log_every=5):
+                await delete_all_pods(api, namespace, options.concurrency)
+                with contextlib.suppress(ApiError):
+                    await api.delete(f"/api/v1/namespaces/{namespace}")
+        return position
+
+    def open_loop_rate(self, nodes: int, klass: str) -> int | None:
+        best = [self.best(nodes, klass, kind, SATURATION) for kind in (OURS, UPSTREAM)]
+        if any(record is None for record in best):
+            return None
+        return open_loop_rate(
+            (record.throughput for record in best if record is not None), self.options.open_loop_fraction
+        )
+
+    async def _run(
+        self,
+        context: BenchContext,
+        namespace: str,
+        node_objects: Sequence[JSON],
+        klass: str,
+        kind: str,
+        mode: str,
+        repeat: int,
+        position: int,
+        count: int,
+        existing: Sequence[JSON],
+        rate: float = math.nan,
+    ) -> WorkloadRecord:
+        options = self.options
+        api = context.api
+        nodes = nodes_of(node_objects)
+        zones = zones_of(nodes)
+        prefix = f"{LABELS[kind][0]}{position}"
+        seed = context.nodes * 1000 + CLASS_NAMES.index(klass) * 10 + (mode == OPEN_LOOP)
+        manifests = measured_manifests(klass, prefix, count, SCHEDULER_NAME, zones, seed)
+        targets = [m["metadata"]["name"] for m in manifests if not expected_unschedulable(m)]
+        warm = pod_manifests(f"{prefix}-warm", options.warmup_pods, SCHEDULER_NAME, seed=1)
+        config = bench_config(options.qps, options.burst, context.cluster.kubeconfig)
+        directory = options.workdir / f"workloads-{context.nodes}"
+        at = f" at {rate:g}/s" if mode == OPEN_LOOP else ""
+        label = (
+            f"{context.nodes:,} nodes · {klass} · {mode} · {LABELS[kind]} · run {position} "
+            f"({count:,} pods{at}, {len(existing):,} pre-existing)"
+        )
+        with step(label, log_every=5.0) as progress:
+            if klass == "pvc":
+                progress.update(f"creating {count} claims")
+                names = [m["metadata"]["name"] for m in manifests]
+                claims = storage.claim_manifests(names, seed=seed)
+                await create_objects(api, claims_path(namespace), claims, options.concurrency)
+            busy = await context.wait_quiet(progress.update)
+            load = load_average()
+            progress.update("starting the scheduler")
+            scheduler = await asyncio.to_thread(
+                start_scheduler, kind, config, context.cluster.kubeconfig, directory, f"{prefix}-{kind}"
+            )
+            clock = PodClock()
+            watch = PodWatch(api, namespace, clock)
+            listed_claims: list[JSON] = []
+            listed_volumes: list[JSON] = []
+            try:
+                await watch.start()
+                progress.update("warming up")
+                await create_pods(api, namespace, warm, clock, options.concurrency)
+                await self._throughput._wait_bound(
+                    clock, watch, {m["metadata"]["name"] for m in warm}, progress.update
+                )
+                await asyncio.sleep(METRICS_SETTLE)
+                before_metrics = await asyncio.to_thread(_metrics, scheduler)
+                before_cpu = ThroughputSection._cpu(context, scheduler)
+                created = [0]
+
+                def counted() -> None:
+                    created[0] += 1
+
+                lags: list[float] = []
+
+                async def on_schedule() -> None:
+                    lags.append(
+                        await create_on_schedule(
+                            api, namespace, manifests, clock, rate, options.concurrency, counted
+                        )
+                    )
+
+                recorder = None
+                if options.profile and kind == OURS and mode == SATURATION:
+                    recorder = Recorder(scheduler.process.pid, directory / f"{prefix}-{klass}.pyspy.txt")
+                if mode == OPEN_LOOP:
+                    creating = asyncio.create_task(on_schedule())
+                else:
+                    creating = asyncio.create_task(
+                        create_pods(api, namespace, manifests, clock, options.concurrency, counted)
+                    )
+                shown = created if len(targets) == len(manifests) else None
+                await self._throughput._wait_bound(
+                    clock, watch, set(targets), progress.update, shown, creating
+                )
+                await creating
+                lag = lags[0] if lags else math.nan
+                after_cpu = ThroughputSection._cpu(context, scheduler)
+                profile = await asyncio.to_thread(recorder.stop) if recorder is not None else None
+                await asyncio.sleep(METRICS_SETTLE)
+                after_metrics = await asyncio.to_thread(_metrics, scheduler)
+                listed = (await api.list_all(pods_path(namespace)))["items"]
+                if klass == "pvc":
+                    listed_claims = (await api.list_all(claims_path(namespace)))["items"]
+                    listed_volumes = (await api.list_all(PVS))["items"]
+            finally:
+                await watch.stop()
+                await asyncio.to_thread(scheduler.stop)
+            violations = check_placement(listed, nodes)
+            if klass == "pvc":
+                measured_names = {m["metadata"]["name"] for m in manifests}
+                found = storage.placements(
+                    [pod for pod in listed if pod["metadata"]["name"] in measured_names],
+                    listed_claims,
+                    listed_volumes,
+                )
+                violations += [f"volume: {text}" for text in storage.violations(found)]
+            still = sum(
+                1 for pod in listed if (pod["metadata"].get("labels") or {}).get(ROLE_LABEL) == EXISTING
+            )
+            timings = clock.summary(targets)
+            record = WorkloadRecord(
+                klass=klass,
+                mode=mode,
+                kind=kind,
+                nodes=context.nodes,
+                repeat=repeat,
+                order=position,
+                existing=len(existing),
+                pods=len(targets),
+                bound=timings.bound,
+                throughput=timings.throughput,
+                create_rate=timings.create_rate,
+                p50=timings.p50,
+                p99=timings.p99,
+                max_latency=timings.max_latency,
+                span=timings.span,
+                rate=rate,
+                schedule_lag=lag,
+                unschedulable=len(manifests) - len(targets),
+                victims=len(existing) - still,
+                violation_count=len(violations),
+                violations=violations[:KEPT_VIOLATIONS],
+                busy_before=busy,
+                idle_cpus=context.idle_cpus,
+                load_before=load,
+                profile=profile,
+            )
+            record.cpu_seconds = {name: after_cpu[name] - before_cpu[name] for name in after_cpu}
+            record.scheduled_attempts = after_metrics["scheduled"] - before_metrics["scheduled"]
+            record.failed_attempts = after_metrics["failed"] - before_metrics["failed"]
+            attempts = after_metrics["duration_count"] - before_metrics["duration_count"]
+            if attempts > 0:
+                record.mean_attempt_seconds = (
+                    after_metrics["duration_sum"] - before_metrics["duration_sum"]
+                ) / attempts
+            progress.update(
+                f"{timings.bound}/{len(targets)} bound: {number(timings.throughput, 1)} pods/s, "
+                f"p99 {milliseconds(timings.p99)} ms, {len(violations)} violations; cleaning up"
+            )
+            await delete_pods(api, namespace, f"{ROLE_LABEL}!={EXISTING}", options.concurrency)
+            if klass == "pvc":
+                await delete_claims(api, namespace, options.concurrency, progress.update)
+            if record.victims:
+                progress.update(f"creating the {record.victims} victims again")
+                await restore_existing(api, namespace, existing, options.concurrency)
+        self._log(context, record, scheduler.log)
+        return record
+
+    @staticmethod
+    def _log(context: BenchContext, record: WorkloadRecord, log: Path) -> None:
+        extra = []
+        if record.mode == OPEN_LOOP:
+            extra.append(
+                f"arrivals {number(record.rate)}/s, late by at most {milliseconds(record.schedule_lag)} ms"
+            )
+        else:
+            extra.append(f"created at {number(record.create_rate)}/s")
+        if record.unschedulable:
+            extra.append(f"{record.unschedulable} unschedulable pending")
+        if record.victims:
+            extra.append(f"{record.victims} victims")
+        extra.append(f"{number(record.failed_attempts)} failed attempts")
+        context.log(
+            f"    {LABELS[record.kind]:>8}: {record.klass} {record.mode}: "
+            f"{number(record.throughput, 1)} pods/s "
+            f"({', '.join(extra)}), p50 {milliseconds(record.p50)} ms, p99 {milliseconds(record.p99)} ms, "
+            f"scheduler CPU {number(record.cpu_ms_per_pod('scheduler'), 2)} ms/pod, "
+            f"{record.violation_count} placement violations"
+        )
+        if record.bound < record.pods:
+            context.log(f"    [red]only {record.bound} of {record.pods} pods were bound; see {log}[/red]")
+        if record.violation_count:
+            rules = ", ".join(f"{rule} {count}" for rule, count in rules_broken(record.violations).items())
+            context.log(f"    [red]{record.violation_count} placement violations ({rules}):[/red]")
+            for text in record.violations[:5]:
+                context.log(f"    [red]  {text}[/red]")
+
+    # -- reporting ---------------------------------------------------------------------------
+    def best(self, nodes: int, klass: str, kind: str, mode: str) -> WorkloadRecord | None:
+        """The run with the highest throughput (complete runs first)."""
+        runs = [r for r in self.records if (r.nodes, r.klass, r.kind, r.mode) == (nodes, klass, kind, mode)]
+        if not runs:
+            return None
+        return max(
+            runs, key=lambda r: (r.bound == r.pods, -math.inf if math.isnan(r.throughput) else r.throughput)
+        )
+
+    def violations(self, nodes: int, klass: str, kind: str) -> int:
+        return sum(
+            r.violation_count for r in self.records if (r.nodes, r.klass, r.kind) == (nodes, klass, kind)
+        )
+
+    def render(self, run: RunInfo) -> str:
+        options = self.options
+        ours_version = self.versions.get("secondary-scheduler", "?")
+        upstream_version = self.versions.get("upstream kube-scheduler (scheduler-plugins build)", "?")
+        lines = [
+            f"## {self.title}",
+            "",
+            run.measured(),
+            "",
+            "The classes of kube-scheduler's own benchmark suite (scheduler_perf): pods with pod "
+            "(anti-)affinity, node affinity, topology spreading, a stream with unschedulable pods, "
+            "preemption and PVCs, each measured on a cluster that already holds pods of the same class. "
+            f"Both schedulers run the throughput section's one-profile configuration (schedulerName "
+            f"`{SCHEDULER_NAME}`, the default plugins) with qps {options.qps:g} and burst {options.burst}; "
+            f"ours is `{ours_version}`, upstream's kube-scheduler `{upstream_version}`. "
+            "*open loop*: the same pods created at a fixed rate, the same for both schedulers, "
+            f"{options.open_loop_fraction:g} × the lower of the two saturation throughputs, so both keep "
+            "up and the latency is the scheduler's own rather than the queue's. *violations*: bound pods "
+            "breaking a hard constraint, over all the class's runs (0 expected).",
+            "",
+        ]
+        for nodes in options.workload_sizes:
+            lines += self._summary(nodes)
+        if self.skipped:
+            lines += [
+                "Not measured: "
+                + "; ".join(f"{s.klass} at {s.nodes:,} nodes ({s.reason})" for s in self.skipped)
+                + ".",
+                "",
+            ]
+        if "pvc" not in options.workload_classes:
+            lines += ["The `pvc` class was not part of this run.", ""]
+        else:
+            lines += [
+                f"The `pvc` class measures at most {PVC_PODS} pods ({PVC_OPEN_LOOP_PODS} in open loop): "
+                "upstream's VolumeBinding spends about half a second of CPU per pod at 1,000 nodes (see "
+                "the PVC section), so a full-size run would take most of an hour by itself.",
+                "",
+            ]
+        lines += self._classes()
+        lines += self._profiles()
+        lines += self._all_runs()
+        lines.append(self._method())
+        return "\n".join(lines)
+
+    def _summary(self, nodes: int) -> list[str]:
+        rows = []
+        for klass in self.options.workload_classes:
+            ours, theirs = (self.best(nodes, klass, kind, SATURATION) for kind in (OURS, UPSTREAM))
+            if ours is None or theirs is None:
+                continue
+            open_ours, open_theirs = (self.best(nodes, klass, kind, OPEN_LOOP) for kind in (OURS, UPSTREAM))
+            rate = open_ours.rate if open_ours is not None else math.nan
+            open_p99 = [r.p99 if r is not None else math.nan for r in (open_ours, open_theirs)]
+            cpu = [r.cpu_ms_per_pod("scheduler") for r in (ours, theirs)]
+            broken = [self.violations(nodes, klass, kind) for kind in (OURS, UPSTREAM)]
+            shown = " / ".join(f"**{count}**" if count else "0" for count in broken)
+            rows.append(
+                [
+                    f"`{klass}`",
+                    f"{nodes:,}",
+                    f"{ours.existing:,} / {ours.pods:,}",
+                    number(ours.throughput, 1),
+                    number(theirs.throughput, 1),
+                    f"**{number(ratio(ours.throughput, theirs.throughput), 2)}×**",
+                    f"{milliseconds(ours.p99)} / {milliseconds(theirs.p99)}",
+                    number(rate),
+                    milliseconds(open_p99[0]),
+                    milliseconds(open_p99[1]),
+                    f"{number(ratio(open_p99[0], open_p99[1]), 2)}×",
+                    number(cpu[0], 2),
+                    number(cpu[1], 2),
+                    f"{number(ratio(cpu[0], cpu[1]), 2)}×",
+                    shown,
+                ]
+            )
+        if not rows:
+            return []
+        header = [
+            "class",
+            "nodes",
+            "pre-existing / measured pods",
+            "ours (pods/s)",
+            "upstream (pods/s)",
+            "ours / upstream",
+            "p99 ours / upstream (ms)",
+            "open-loop rate (pods/s)",
+            "open-loop p99 ours (ms)",
+            "upstream (ms)",
+            "ours / upstream",
+            "sched CPU/pod ours (ms)",
+            "upstream (ms)",
+            "ours / upstream",
+            "violations ours / upstream",
+        ]
+        return [f"### {nodes:,} nodes", "", table(header, rows, align="l" + "r" * 14)]
+
+    def _profiles(self) -> list[str]:
+        """Where our scheduler's time went in each saturation run (py-spy), and the notes on it."""
+        profiled = [r for r in self.records if r.profile is not None and r.profile.busy]
+        if not profiled and not PROFILE_NOTES:
+            return []
+        lines = ["### Where our scheduler's time goes", ""]
+        if PROFILE_NOTES:
+            lines += [PROFILE_NOTES.strip(), ""]
+        if not profiled:
+            return lines
+        lines += [
+            "py-spy sampled our scheduler's stacks 100 times a second over each saturation run's "
+            "measured span; shares are of the samples where it was running Python rather than "
+            "waiting for the network. *phases* count a sample for every phase on its stack; "
+            "*functions* are where the samples were (self time), the top few.",
+            "",
+        ]
+        rows = []
+        for r in profiled:
+            assert r.profile is not None
+            phases = ", ".join(f"{name.strip()} {share:.0%}" for name, share in r.profile.phases if share)
+            functions = "<br>".join(f"{share:.0%} `{name}`" for name, share in r.profile.functions[:5])
+            rows.append([f"{r.nodes:,}", f"`{r.klass}`", f"{r.profile.busy:,}", phases, functions])
+        header = ["nodes", "class", "busy samples", "phases", "functions (self)"]
+        return [*lines, table(header, rows, align="rlrll"), ""]
+
+    def _classes(self) -> list[str]:
+        rows = [
+            [f"`{name}`", BY_NAME[name].models, BY_NAME[name].what] for name in self.options.workload_classes
+        ]
+        return ["### The classes", "", table(["class", "scheduler_perf", "pods"], rows, align="lll")]
+
+    def _all_runs(self) -> list[str]:
+        rows = []
+        for r in self.records:
+            rows.append(
+                [
+                    f"{r.nodes:,}",
+                    f"{r.order}",
+                    f"`{r.klass}`",
+                    r.mode if r.mode == SATURATION else f"{r.mode} {number(r.rate)}/s",
+                    LABELS[r.kind],
+                    f"{r.bound:,}/{r.pods:,}" + (f" (+{r.unschedulable} pending)" if r.unschedulable else ""),
+                    number(r.throughput, 1),
+                    number(r.create_rate),
+                    milliseconds(r.p50),
+                    milliseconds(r.p99),
+                    milliseconds(r.max_latency),
+                    f"{number(r.scheduled_attempts)} / {number(r.failed_attempts)}",
+                    number(r.cpu_ms_per_pod("scheduler"), 2),
+                    f"{r.victims:,}" if r.victims else "",
+                    f"**{r.violation_count}**" if r.violation_count else "0",
+                    f"{number(r.busy_before, 2)} ({number(r.idle_cpus, 2)})",
+                ]
+            )
+        if not rows:
+            return []
+        header = [
+            "nodes",
+            "#",
+            "class",
+            "run",
+            "scheduler",
+            "bound",
+            "pods/s",
+            "created/s",
+            "p50 (ms)",
+            "p99 (ms)",
+            "max (ms)",
+            "attempts scheduled / failed",
+            "sched CPU/pod (ms)",
+            "victims",
+            "violations",
+            "busy before (idle)",
+        ]
+        lines = [
+            "### Every run",
+            "",
+            "In the order they ran. *created/s*: how fast the client created the pods. *attempts*: the "
+            "scheduler's own `scheduler_schedule_attempts_total` during the measured span (failed: "
+            "unschedulable or error). *victims*: pre-existing pods the scheduler preempted. *busy before*: "
+            "CPUs the machine kept busy just before the run (in brackets: the idle cluster alone).",
+            "",
+            table(header, rows, align="rrlllrrrrrrrrrrr"),
+        ]
+        broken = [(r, text) for r in self.records for text in r.violations]
+        if broken:
+            lines += [
+                "Placement violations (first 10):",
+                "",
+                *(f"- run {r.order} ({LABELS[r.kind]}, `{r.klass}`): {text}" for r, text in broken[:10]),
+                "",
+            ]
+        return lines
+
+    def _method(self) -> str:
+        options = self.options
+        sizes = ", ".join(f"{size:,}" for size in options.workload_sizes)
+        return f"""\
+### Method
+
+- The cluster and the scheduler processes are the throughput section's: at each size ({sizes} nodes
+  here) both schedulers run in turn, never at the same time, each a fresh process with the same
+  flags and configuration, each waiting for its caches to sync and scheduling {options.warmup_pods}
+  warm-up pods (not measured) first. Each class has a namespace of its own.
+- Before a class's first run, its pre-existing pods are created already bound to nodes the benchmark
+  chooses so that they keep the class's own constraints (one per host for hostname anti-affinity,
+  all in the first zone for zone affinity, balanced over the zones otherwise); the preemption class
+  has one on every node. They stay for all the class's runs; between runs only the measured pods
+  are deleted, and the preemption class's victims are created again where they were, so both
+  schedulers start from the same state.
+- Saturation: {options.workload_repeats} run(s) per scheduler, the one going first alternating class
+  by class; the measured pods are created as fast as the client can ({options.concurrency} requests
+  in flight). *pods/s*: pods bound over the time from the first created to the last bound; latency
+  from a pod's creation (the create call returning or the watch showing it) to the first watch
+  event with `spec.nodeName`; percentiles are nearest-rank. In the churn class only the
+  schedulable pods count; the others stay pending until the run's end.
+- Open loop{"" if options.open_loop else " (off in this run)"}: {options.open_loop_pods} pods per
+  scheduler, pod i created at t0 + i / rate (each create starts on time, at most
+  {options.concurrency} in flight), with rate = {options.open_loop_fraction:g} × the lower of the
+  two schedulers' saturation throughputs for the class, rounded down.
+- *sched CPU/pod*: the scheduler process's user and system CPU time during the measured span, per
+  pod bound. *attempts*: from the scheduler's own metrics.
+- Placement check, after every run: the namespace's pods and the nodes are listed and every bound
+  pod is checked against its node selector and required node affinity, its required pod
+  anti-affinity (no two pods in one domain where either's term selects the other), its required
+  pod affinity (a pod the term selects in its domain; a pod selecting itself may have been the
+  first), its hard topology spread (over the domains of the nodes it admits, the counts of the
+  pods it selects differ by at most maxSkew), the nodes' allocatable CPU, memory and pods, and
+  for PVC-bearing pods, their volume pinned to their node.
+- Raw numbers of every run: `workloads.json` in the run's working directory.
+"""
