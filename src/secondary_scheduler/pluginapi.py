@@ -55,6 +55,7 @@ from secondary_scheduler.framework.interface import (
     Note,
     PermitPlugin,
     Plugin,
+    PodPredicate,
     PostBindPlugin,
     PostFilterPlugin,
     PostFilterResult,
@@ -67,6 +68,7 @@ from secondary_scheduler.framework.interface import (
     Rejection,
     ReservePlugin,
     ScorePlugin,
+    reads_no_pod,
 )
 from secondary_scheduler.framework.labelcolumn import MISSING as LABEL_MISSING
 from secondary_scheduler.framework.labelcolumn import LabelColumn
@@ -125,6 +127,7 @@ __all__ = [
     "Plugin",
     "PluginArgs",
     "PodInfo",
+    "PodPredicate",
     "PostBindPlugin",
     "PostFilterPlugin",
     "PostFilterResult",
@@ -146,4 +149,5 @@ __all__ = [
     "WaitingPod",
     "WaitingPods",
     "default_normalize_score",
+    "reads_no_pod",
 ]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import os
 import ssl
 import tempfile
@@ -182,10 +183,27 @@ def _inline(reader: _Reader, path: tuple[str | int, ...], value: Any, suffix: st
             "not valid base64",
             f"encode the PEM file with `base64 -w0 FILE`, or name it in {str(path[-1])[:-5]}",
         ) from error
-    with tempfile.NamedTemporaryFile(prefix="secsched-", suffix=suffix, delete=False) as handle:
-        handle.write(data)
-    os.chmod(handle.name, 0o600)
-    return handle.name
+    return _credential_file(data, suffix)
+
+
+def _credential_file(data: bytes, suffix: str) -> str:
+    """The path of a 0600 file holding ``data``, named by its digest in a private directory.
+
+    One file per distinct credential, reused by every load of it, so a process that loads
+    kubeconfigs repeatedly (tests, the operator) does not leave a new file behind each time.
+    """
+    directory = Path(tempfile.gettempdir()) / f"secsched-credentials-{os.getuid()}"
+    directory.mkdir(mode=0o700, exist_ok=True)
+    info = directory.stat()
+    if info.st_uid != os.getuid() or info.st_mode & 0o077:
+        raise OSError(f"{directory} must belong to this user and be private (mode 0700)")
+    target = directory / f"{hashlib.sha256(data).hexdigest()[:32]}{suffix}"
+    if not target.exists():
+        handle, temporary = tempfile.mkstemp(dir=directory, suffix=suffix)  # created 0600
+        with os.fdopen(handle, "wb") as output:
+            output.write(data)
+        os.replace(temporary, target)
+    return str(target)
 
 
 def _check_tls(

@@ -12,6 +12,7 @@ import errno
 import json
 import logging
 import os
+import shutil
 import signal
 import socket
 import ssl
@@ -237,10 +238,12 @@ def effective_leader_election(
     )
 
 
-def _serving_files(flags: SchedulerFlags) -> tuple[str, str]:
-    """--tls-cert-file/--tls-private-key-file, else a self-signed pair (kept in --cert-dir if given)."""
+def _serving_files(flags: SchedulerFlags) -> tuple[str, str, str | None]:
+    """--tls-cert-file/--tls-private-key-file, else a self-signed pair (kept in --cert-dir if given);
+    the third item is the temporary directory holding the pair when there is no --cert-dir."""
+    temporary = None
     if flags.tls_cert_file and flags.tls_private_key_file:
-        return flags.tls_cert_file, flags.tls_private_key_file
+        return flags.tls_cert_file, flags.tls_private_key_file, None
     if flags.tls_cert_file or flags.tls_private_key_file:
         raise StartupError("--tls-cert-file and --tls-private-key-file must be given together")
     if flags.cert_dir:
@@ -249,7 +252,7 @@ def _serving_files(flags: SchedulerFlags) -> tuple[str, str]:
             os.path.join(flags.cert_dir, f"kube-scheduler.{ext}") for ext in ("crt", "key")
         )
         if os.path.isfile(cert_path) and os.path.isfile(key_path):
-            return cert_path, key_path
+            return cert_path, key_path, None
         directory = flags.cert_dir
         try:
             os.makedirs(directory, exist_ok=True)
@@ -258,7 +261,7 @@ def _serving_files(flags: SchedulerFlags) -> tuple[str, str]:
                 f"--cert-dir={directory}: cannot create it ({error.strerror or error})"
             ) from error
     else:
-        directory = tempfile.mkdtemp(prefix="secsched-serving-")
+        directory = temporary = tempfile.mkdtemp(prefix="secsched-serving-")
         cert_path, key_path = os.path.join(directory, "tls.crt"), os.path.join(directory, "tls.key")
     cert, key = self_signed(
         f"secsched@{socket.gethostname()}", ["localhost", "127.0.0.1", socket.gethostname()]
@@ -269,12 +272,24 @@ def _serving_files(flags: SchedulerFlags) -> tuple[str, str]:
         raise StartupError(
             f"--cert-dir={directory}: cannot write the certificate ({error.strerror or error})"
         ) from error
-    return cert_path, key_path
+    return cert_path, key_path, temporary
 
 
 def serving_context(flags: SchedulerFlags) -> ssl.SSLContext:
-    """The given certificate, or (as kube-scheduler does) a self-signed one; client CAs if given."""
-    cert_path, key_path = _serving_files(flags)
+    """The given certificate, or (as kube-scheduler does) a self-signed one; client CAs if given.
+
+    A self-signed pair made without --cert-dir lives in memory only, as kube-scheduler's: its
+    temporary files are gone once the context has read them.
+    """
+    cert_path, key_path, temporary = _serving_files(flags)
+    try:
+        return _serving_context(flags, cert_path, key_path)
+    finally:
+        if temporary is not None:
+            shutil.rmtree(temporary, ignore_errors=True)
+
+
+def _serving_context(flags: SchedulerFlags, cert_path: str, key_path: str) -> ssl.SSLContext:
     for flag, path in (("--tls-cert-file", cert_path), ("--tls-private-key-file", key_path)):
         if not os.path.isfile(path):
             raise StartupError(f"{flag}={path}: not found: check the path")
