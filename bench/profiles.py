@@ -18,13 +18,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 RATE = 100
-IDLE_FRAMES = ("select (selectors.py", "_run_once (asyncio/base_events.py")
+IDLE_FRAMES = ("EpollSelector.select (", "BaseEventLoop._run_once (")
 PHASES = (
-    ("scheduling cycles", "schedule (secondary_scheduler/framework/runtime.py"),
-    ("  of which preemption", "preempt (secondary_scheduler/framework/preemption.py"),
-    ("binding cycles", "_binding_cycle (secondary_scheduler/scheduler/scheduler.py"),
-    ("watch events in", "run (secondary_scheduler/kube/reflector.py"),
-    ("Events out", "_run (secondary_scheduler/kube/events.py"),
+    ("scheduling cycles", "Framework.schedule (secondary_scheduler/framework/runtime.py"),
+    ("  of which preemption", "Evaluator.preempt (secondary_scheduler/framework/preemption.py"),
+    ("binding cycles", "Scheduler._binding_cycle (secondary_scheduler/scheduler/scheduler.py"),
+    ("watch events in", "Reflector.run (secondary_scheduler/kube/reflector.py"),
+    ("Events out", "EventRecorder._run (secondary_scheduler/kube/events.py"),
 )
 """(phase, a frame that marks it): a sample counts for a phase when its stack holds that frame."""
 
@@ -72,9 +72,11 @@ class Recorder:
 
 
 def _frame(text: str) -> str:
-    """``function (file:line)`` -> ``function (file`` with the path shortened to the package."""
+    """``Class.function (path:line)`` -> ``Class.function (file`` with the path from the package on."""
     name, _, where = text.partition(" (")
     path = where.split(":")[0]
+    if "secondary_scheduler/" in path:
+        return f"{name} (secondary_scheduler/{path.split('secondary_scheduler/', 1)[1]}"
     for marker in ("site-packages/", "/src/", "/lib/python3."):
         if marker in path:
             path = path.split(marker, 1)[1]
@@ -94,7 +96,7 @@ def summarise(lines: list[str], top: int = 8) -> Profile:
         if not stack or not count_text.isdigit():
             continue
         count = int(count_text)
-        frames = [_frame(frame) for frame in stack.split(";")[1:]]  # the first is the thread
+        frames = [_frame(frame) for frame in stack.split(";")]
         profile.samples += count
         if not frames or frames[-1].startswith(IDLE_FRAMES):
             continue

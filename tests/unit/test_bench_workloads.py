@@ -491,7 +491,8 @@ def test_render_has_the_summary_every_run_and_the_method(monkeypatch: pytest.Mon
     assert "time goes" not in text
     assert "The `pvc` class was not part of this run." in text
     monkeypatch.setattr("bench.workloads.PROFILE_NOTES", "Mostly the API server.")
-    assert "### Where our scheduler's time goes\n\nMostly the API server." in section.render(_run_info(options))
+    rendered = section.render(_run_info(options))
+    assert "### Where our scheduler's time goes\n\nMostly the API server." in rendered
 
 
 def test_open_loop_rate_of_the_section_uses_each_schedulers_best_saturation_run() -> None:
@@ -508,17 +509,17 @@ def test_open_loop_rate_of_the_section_uses_each_schedulers_best_saturation_run(
 def test_profile_summary_counts_busy_samples_by_function_and_phase() -> None:
     from bench.profiles import summarise
 
-    src = "/work/src/secondary_scheduler"
+    top = "BaseEventLoop._run_once (asyncio/base_events.py:1922);Handle._run (asyncio/events.py:80)"
+    cycle = "Framework.schedule (secondary_scheduler/framework/runtime.py:240)"
     lines = [
-        "thread (1);run (/usr/lib/python3.11/asyncio/runners.py:1);"
-        "select (/usr/lib/python3.11/selectors.py:2) 50",
-        f"thread (1);schedule ({src}/framework/runtime.py:230);filter ({src}/plugins/x.py:3) 30",
-        f"thread (1);schedule ({src}/framework/runtime.py:230);preempt ({src}/framework/preemption.py:9) 10",
-        f"thread (1);run ({src}/kube/reflector.py:5);loads (orjson/x.py:1) 10",
+        f"{top};EpollSelector.select (selectors.py:468) 50",
+        f"{top};{cycle};Fit.filter (secondary_scheduler/plugins/noderesources/fit.py:150) 30",
+        f"{top};{cycle};Evaluator.preempt (secondary_scheduler/framework/preemption.py:260) 10",
+        f"{top};Reflector.run (/opt/secsched/lib/secondary_scheduler/kube/reflector.py:80);loads (x.py:1) 10",
     ]
     profile = summarise(lines)
     assert (profile.samples, profile.busy) == (100, 50)
-    assert profile.functions[0] == ("filter (secondary_scheduler/plugins/x.py)", 0.6)
+    assert profile.functions[0] == ("Fit.filter (secondary_scheduler/plugins/noderesources/fit.py)", 0.6)
     phases = dict(profile.phases)
     assert phases["scheduling cycles"] == 0.8
     assert phases["  of which preemption"] == 0.2

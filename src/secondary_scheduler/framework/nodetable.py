@@ -437,7 +437,11 @@ class NodeTable:
                 index.pod_removed(slot, pod, labels)
 
     def _count(self, slot: int, pod: PodInfo, sign: int) -> None:
-        row = self._request_row(pod)
+        cached = self._request_rows.get(pod.key)
+        if cached is not None and cached[0] is pod and len(cached[1]) == self.requested.shape[1]:
+            row = cached[1]
+        else:
+            row = self._request_row(pod)
         if sign > 0:
             self.requested[slot] += row
         else:

@@ -24,6 +24,7 @@ from secondary_scheduler.framework.interface import (
     PreScorePlugin,
     Rejection,
     ScorePlugin,
+    reads_no_pod,
 )
 from secondary_scheduler.framework.nodetable import NodeTable
 from secondary_scheduler.framework.podinfo import DO_NOT_SCHEDULE, SCHEDULE_ANYWAY, PodInfo, SpreadConstraint
@@ -85,6 +86,8 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
     def pods_read(self, pod: PodInfo) -> PodPredicate:
         """The pods of the pod's namespace that one of its DoNotSchedule constraints selects."""
         selectors = [constraint.selector for constraint in self.constraints(pod, DO_NOT_SCHEDULE)]
+        if not selectors:
+            return reads_no_pod
         return lambda other: (
             other.namespace == pod.namespace and any(selector.matches(other.labels) for selector in selectors)
         )
