@@ -113,3 +113,37 @@ def ratio(ours: float, theirs: float) -> float:
     if not theirs or math.isnan(theirs) or math.isnan(ours):
         return math.nan
     return ours / theirs
+
+
+@dataclass(kw_only=True)
+class RunMeasures:
+    """What every run of one scheduler measures: the measured pods' timings, the scheduler's own
+    counters and the CPU each process used over the measured span."""
+
+    kind: str
+    nodes: int
+    repeat: int
+    order: int
+    """Position in the size's sequence of runs (1-based)."""
+    pods: int
+    bound: int
+    throughput: float
+    create_rate: float
+    p50: float
+    p99: float
+    max_latency: float
+    span: float
+    scheduled_attempts: float = math.nan
+    failed_attempts: float = math.nan
+    mean_attempt_seconds: float = math.nan
+    """From the scheduler's own scheduler_scheduling_attempt_duration_seconds (sum / count)."""
+    cpu_seconds: dict[str, float] = field(default_factory=dict)
+    """CPU used during the measured span, by process: the scheduler, the control plane, the client."""
+    busy_before: float = math.nan
+    idle_cpus: float = math.nan
+    """What the settled, idle cluster kept busy at this size (``busy_before`` is compared with it)."""
+    load_before: float = math.nan
+
+    def cpu_ms_per_pod(self, process: str) -> float:
+        seconds = self.cpu_seconds.get(process)
+        return math.nan if seconds is None or not self.bound else 1000 * seconds / self.bound

@@ -25,14 +25,14 @@ import math
 import os
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from bench.context import BenchContext, BenchOptions
 from bench.machine import load_average, process_cpu_seconds
 from bench.report import comparison_rows, milliseconds, number, table
 from bench.sections import RunInfo
-from bench.stats import PodClock, Timings, ratio
+from bench.stats import PodClock, RunMeasures, Timings, ratio
 from bench.workload import PodWatch, create_pods, delete_all_pods, pod_manifests
 from secondary_scheduler.cluster.progress import step
 from secondary_scheduler.cluster.schedulers import (
@@ -51,40 +51,13 @@ LABELS = {OURS: "ours", UPSTREAM: "upstream"}
 COMPONENTS = ("kube-apiserver", "etcd", "kwok", "kube-controller-manager")
 
 
-@dataclass
-class RunRecord:
+@dataclass(kw_only=True)
+class RunRecord(RunMeasures):
     """One scheduler's one run at one size."""
 
-    kind: str
-    nodes: int
-    repeat: int
     qps: float
     burst: int
-    order: int
-    """Position in the size's sequence of runs (1-based)."""
-    pods: int
-    bound: int
-    throughput: float
-    create_rate: float
-    p50: float
-    p99: float
-    max_latency: float
-    span: float
-    scheduled_attempts: float = math.nan
-    failed_attempts: float = math.nan
-    mean_attempt_seconds: float = math.nan
-    """From the scheduler's own scheduler_scheduling_attempt_duration_seconds (sum / count)."""
-    cpu_seconds: dict[str, float] = field(default_factory=dict)
-    """CPU used during the measured span, by process: the scheduler, the control plane, the client."""
-    busy_before: float = math.nan
-    idle_cpus: float = math.nan
-    """What the settled, idle cluster kept busy at this size (``busy_before`` is compared with it)."""
-    load_before: float = math.nan
     watch_events: int = 0
-
-    def cpu_ms_per_pod(self, process: str) -> float:
-        seconds = self.cpu_seconds.get(process)
-        return math.nan if seconds is None or not self.bound else 1000 * seconds / self.bound
 
 
 def bench_config(qps: float, burst: int, kubeconfig: Path) -> str:

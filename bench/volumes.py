@@ -231,16 +231,12 @@ async def storage_published(api: ApiClient) -> tuple[int, int]:
     return len(nodes & with_driver) - short, len(nodes)
 
 
-async def clean_up(
+async def delete_claims(
     api: ApiClient, namespace: str, concurrency: int, report: Callable[[str], None], timeout: float = 600.0
-) -> float:
-    """Delete the namespace's pods and claims, wait until their PVs are gone and every node's
-    capacity is whole again, then delete the namespace. Returns the seconds it took."""
-    started = time.monotonic()
-    deadline = started + timeout
-    report("deleting the pods")
-    await delete_all_pods(api, namespace, concurrency, timeout)
+) -> None:
+    """Delete the namespace's claims; wait until their PVs are gone and every node's capacity is whole."""
     path = claims_path(namespace)
+    deadline = time.monotonic() + timeout
     claims = [item["metadata"]["name"] for item in (await api.list_all(path))["items"]]
     report(f"deleting {len(claims)} claims")
     await _delete_each(api, path, claims, concurrency)
@@ -255,7 +251,7 @@ async def clean_up(
         if not left and not volumes:
             short, _ = await capacity_restored(api)
             if not short:
-                break
+                return
         if time.monotonic() > deadline:
             raise TimeoutError(
                 f"cleaning up {namespace}: after {timeout:.0f}s, {left} claims, {len(volumes)} PVs left, "
@@ -263,6 +259,17 @@ async def clean_up(
             )
         report(f"waiting: {left} claims, {len(volumes)} PVs left, {short} nodes' capacity not yet back")
         await asyncio.sleep(1.0)
+
+
+async def clean_up(
+    api: ApiClient, namespace: str, concurrency: int, report: Callable[[str], None], timeout: float = 600.0
+) -> float:
+    """Delete the namespace's pods and claims, wait until their PVs are gone and every node's
+    capacity is whole again, then delete the namespace. Returns the seconds it took."""
+    started = time.monotonic()
+    report("deleting the pods")
+    await delete_all_pods(api, namespace, concurrency, timeout)
+    await delete_claims(api, namespace, concurrency, report, max(1.0, started + timeout - time.monotonic()))
     with contextlib.suppress(ApiError):
         await api.delete(f"/api/v1/namespaces/{namespace}")
     return time.monotonic() - started

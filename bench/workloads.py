@@ -41,9 +41,9 @@ from bench.machine import component_versions, load_average
 from bench.profiles import Profile, Recorder
 from bench.report import milliseconds, number, table
 from bench.sections import RunInfo
-from bench.stats import PodClock, ratio
+from bench.stats import PodClock, RunMeasures, ratio
 from bench.throughput import LABELS, SCHEDULER_NAME, ThroughputSection, _metrics, bench_config
-from bench.volumes import PVS, VolumesSection, capacity_restored, claims_path, create_objects
+from bench.volumes import PVS, VolumesSection, claims_path, create_objects, delete_claims
 from bench.workload import (
     JSON,
     PodWatch,
@@ -86,56 +86,29 @@ PVC_OPEN_LOOP_PODS = 60
 """The pvc class measures at most these many pods: upstream's VolumeBinding spends about half a
 second of CPU per pod at 1,000 nodes (the volumes section), more with more nodes, so the class at
 full size would take most of the section's hour by itself."""
-PROFILE_NOTES: str = ""
-"""What the profiles below say, in words (written after reading a run's); rendered when not empty."""
 
 
-@dataclass
-class WorkloadRecord:
+@dataclass(kw_only=True)
+class WorkloadRecord(RunMeasures):
     """One scheduler's one run of one class at one size."""
 
     klass: str
     mode: str
     """``saturation`` (pods created as fast as the client can) or ``open-loop`` (at ``rate``)."""
-    kind: str
-    nodes: int
-    repeat: int
-    order: int
-    """Position in the size's sequence of runs (1-based)."""
     existing: int
-    pods: int
-    """Measured pods that can be scheduled (the churn class's unschedulable ones are not counted)."""
-    bound: int
-    throughput: float
-    create_rate: float
-    p50: float
-    p99: float
-    max_latency: float
-    span: float
     rate: float = math.nan
     """The open-loop arrival rate asked for (pods/s)."""
     schedule_lag: float = math.nan
     """Open loop: the most a pod's create call started after its due time (seconds)."""
     unschedulable: int = 0
-    """Pods of the stream that fit nowhere (the churn class), left pending."""
+    """Pods of the stream that fit nowhere (the churn class), left pending; ``pods`` counts the others."""
     victims: int = 0
     """Pre-existing pods gone at the end of the run (the preemption class's victims)."""
     violation_count: int = 0
     violations: list[str] = field(default_factory=list)
     """The first few placement violations (``rule: what``)."""
-    scheduled_attempts: float = math.nan
-    failed_attempts: float = math.nan
-    mean_attempt_seconds: float = math.nan
-    cpu_seconds: dict[str, float] = field(default_factory=dict)
-    busy_before: float = math.nan
-    idle_cpus: float = math.nan
-    load_before: float = math.nan
     profile: Profile | None = None
     """Where our scheduler's time went (saturation runs, with ``--profile``)."""
-
-    def cpu_ms_per_pod(self, process: str) -> float:
-        seconds = self.cpu_seconds.get(process)
-        return math.nan if seconds is None or not self.bound else 1000 * seconds / self.bound
 
 
 @dataclass
@@ -254,35 +227,6 @@ async def _create_missing(api: ApiClient, path: str, manifests: Sequence[JSON], 
 
     await asyncio.gather(*(worker() for _ in range(max(1, concurrency))))
     return created
-
-
-async def delete_claims(
-    api: ApiClient, namespace: str, concurrency: int, report: Callable[[str], None], timeout: float = 600.0
-) -> None:
-    """Delete the namespace's claims; wait until their PVs are gone and every node's capacity is whole."""
-    path = claims_path(namespace)
-    deadline = time.monotonic() + timeout
-    claims = [item["metadata"]["name"] for item in (await api.list_all(path))["items"]]
-    await _delete_each(api, path, claims, concurrency)
-    while True:
-        left = len((await api.list_all(path))["items"])
-        volumes = [
-            volume
-            for volume in (await api.list_all(PVS))["items"]
-            if ((volume.get("spec") or {}).get("claimRef") or {}).get("namespace") == namespace
-        ]
-        short = 0
-        if not left and not volumes:
-            short, _ = await capacity_restored(api)
-            if not short:
-                return
-        if time.monotonic() > deadline:
-            raise TimeoutError(
-                f"cleaning up the claims of {namespace}: after {timeout:.0f}s, {left} claims, "
-                f"{len(volumes)} PVs left, {short} nodes without their whole capacity"
-            )
-        report(f"waiting: {left} claims, {len(volumes)} PVs left, {short} nodes' capacity not yet back")
-        await asyncio.sleep(1.0)
 
 
 # -- the section ------------------------------------------------------------------------------
@@ -702,15 +646,11 @@ class WorkloadsSection:
         return [f"### {nodes:,} nodes", "", table(header, rows, align="l" + "r" * 14)]
 
     def _profiles(self) -> list[str]:
-        """Where our scheduler's time went in each saturation run (py-spy), and the notes on it."""
+        """Where our scheduler's time went in each saturation run (py-spy)."""
         profiled = [r for r in self.records if r.profile is not None and r.profile.busy]
-        if not profiled and not PROFILE_NOTES:
+        if not profiled:
             return []
         lines = ["### Where our scheduler's time goes", ""]
-        if PROFILE_NOTES:
-            lines += [PROFILE_NOTES.strip(), ""]
-        if not profiled:
-            return lines
         lines += [
             "py-spy sampled our scheduler's stacks 100 times a second over each saturation run's "
             "measured span; shares are of the samples where it was running Python rather than "

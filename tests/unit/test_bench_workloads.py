@@ -461,7 +461,7 @@ def _run_info(options: BenchOptions) -> RunInfo:
     )
 
 
-def test_render_has_the_summary_every_run_and_the_method(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_render_has_the_summary_every_run_and_the_method() -> None:
     options = _options()
     section = WorkloadsSection(options)
     section.records = [
@@ -490,9 +490,12 @@ def test_render_has_the_summary_every_run_and_the_method(monkeypatch: pytest.Mon
     assert "### Every run" in text and "### Method" in text and "Placement violations" in text
     assert "time goes" not in text
     assert "The `pvc` class was not part of this run." in text
-    monkeypatch.setattr("bench.workloads.PROFILE_NOTES", "Mostly the API server.")
+    from bench.profiles import Profile
+
+    section.records[0].profile = Profile(100, 80, [("Fit.filter (x.py)", 0.5)], [("scheduling cycles", 0.9)])
     rendered = section.render(_run_info(options))
-    assert "### Where our scheduler's time goes\n\nMostly the API server." in rendered
+    assert "### Where our scheduler's time goes" in rendered
+    assert "scheduling cycles 90%" in rendered and "50% `Fit.filter (x.py)`" in rendered
 
 
 def test_open_loop_rate_of_the_section_uses_each_schedulers_best_saturation_run() -> None:

@@ -416,3 +416,31 @@ def test_the_profile_percentage_overrides_the_global_one() -> None:
     )
     own = ProfileSpec("test", {}, percentage_of_nodes_to_score=0)
     assert Framework(own, {}, Handle(), percentage_of_nodes_to_score=30).percentage_of_nodes_to_score == 0
+
+
+def test_pre_filter_reads_combines_what_each_plugin_says_it_reads() -> None:
+    """A plugin that does not say (the default) may read any pod; in-tree ones say exactly which."""
+    plain = pod_info("plain", labels={"app": "web"})
+    spread = pod_info(
+        "spread",
+        labels={"app": "web"},
+        topologySpreadConstraints=[
+            {
+                "maxSkew": 1,
+                "topologyKey": "kubernetes.io/hostname",
+                "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": {"matchLabels": {"app": "web"}},
+            }
+        ],
+    )
+    fw = default_framework()
+    reads = fw.pre_filter_reads(spread)
+    assert reads(pod_info("other-web", labels={"app": "web"}))
+    assert not reads(pod_info("other-db", labels={"app": "db"}))
+    assert not fw.pre_filter_reads(plain)(pod_info("other-web", labels={"app": "web"}))
+    unknown = Framework(
+        ProfileSpec("test", {"preFilter": [("Refuse", 0)]}),
+        merge(in_tree_registry(), (Refuse,), "test"),
+        Handle(),
+    )
+    assert unknown.pre_filter_reads(plain)(pod_info("anyone"))
