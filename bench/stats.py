@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 
@@ -147,3 +147,18 @@ class RunMeasures:
     def cpu_ms_per_pod(self, process: str) -> float:
         seconds = self.cpu_seconds.get(process)
         return math.nan if seconds is None or not self.bound else 1000 * seconds / self.bound
+
+    def add_span(
+        self,
+        cpu: tuple[Mapping[str, float], Mapping[str, float]],
+        metrics: tuple[Mapping[str, float], Mapping[str, float]],
+    ) -> None:
+        """Record what the processes' CPU counters and the scheduler's own counters (each read
+        ``(before, after)`` the measured span) moved by over it."""
+        (cpu_before, cpu_after), (before, after) = cpu, metrics
+        self.cpu_seconds = {name: cpu_after[name] - cpu_before[name] for name in cpu_after}
+        self.scheduled_attempts = after["scheduled"] - before["scheduled"]
+        self.failed_attempts = after["failed"] - before["failed"]
+        attempts = after["duration_count"] - before["duration_count"]
+        if attempts > 0:
+            self.mean_attempt_seconds = (after["duration_sum"] - before["duration_sum"]) / attempts

@@ -193,15 +193,7 @@ class ThroughputSection:
             record = self._record(kind, context.nodes, repeat, qps, burst, position, timings)
             record.busy_before, record.load_before, record.watch_events = busy, load, watch.events
             record.idle_cpus = context.idle_cpus
-            record.cpu_seconds = {name: after_cpu[name] - before_cpu[name] for name in after_cpu}
-            scheduled = after_metrics["scheduled"] - before_metrics["scheduled"]
-            record.scheduled_attempts = scheduled
-            record.failed_attempts = after_metrics["failed"] - before_metrics["failed"]
-            count_delta = after_metrics["duration_count"] - before_metrics["duration_count"]
-            if count_delta > 0:
-                record.mean_attempt_seconds = (
-                    after_metrics["duration_sum"] - before_metrics["duration_sum"]
-                ) / count_delta
+            record.add_span((before_cpu, after_cpu), (before_metrics, after_metrics))
             progress.update(
                 f"{timings.bound}/{pods} bound: {number(timings.throughput)} pods/s, "
                 f"p50 {milliseconds(timings.p50)} ms, p99 {milliseconds(timings.p99)} ms; cleaning up"

@@ -483,14 +483,7 @@ class WorkloadsSection:
                 load_before=load,
                 profile=profile,
             )
-            record.cpu_seconds = {name: after_cpu[name] - before_cpu[name] for name in after_cpu}
-            record.scheduled_attempts = after_metrics["scheduled"] - before_metrics["scheduled"]
-            record.failed_attempts = after_metrics["failed"] - before_metrics["failed"]
-            attempts = after_metrics["duration_count"] - before_metrics["duration_count"]
-            if attempts > 0:
-                record.mean_attempt_seconds = (
-                    after_metrics["duration_sum"] - before_metrics["duration_sum"]
-                ) / attempts
+            record.add_span((before_cpu, after_cpu), (before_metrics, after_metrics))
             progress.update(
                 f"{timings.bound}/{len(targets)} bound: {number(timings.throughput, 1)} pods/s, "
                 f"p99 {milliseconds(timings.p99)} ms, {len(violations)} violations; cleaning up"

@@ -527,3 +527,18 @@ def test_profile_summary_counts_busy_samples_by_function_and_phase() -> None:
     assert phases["scheduling cycles"] == 0.8
     assert phases["  of which preemption"] == 0.2
     assert phases["watch events in"] == 0.2
+
+
+def test_a_run_records_what_the_counters_moved_by_over_its_span() -> None:
+    from bench.stats import RunMeasures
+
+    run = RunMeasures(
+        kind="ours", nodes=1, repeat=0, order=1, pods=4, bound=4, throughput=1.0, create_rate=1.0,
+        p50=0.1, p99=0.2, max_latency=0.3, span=4.0,
+    )  # fmt: skip
+    before = {"scheduled": 10.0, "failed": 1.0, "duration_count": 10.0, "duration_sum": 1.0}
+    after = {"scheduled": 14.0, "failed": 2.0, "duration_count": 14.0, "duration_sum": 1.2}
+    run.add_span(({"scheduler": 1.0}, {"scheduler": 1.4}), (before, after))
+    assert run.cpu_ms_per_pod("scheduler") == pytest.approx(100.0)
+    assert (run.scheduled_attempts, run.failed_attempts) == (4.0, 1.0)
+    assert run.mean_attempt_seconds == pytest.approx(0.05)
