@@ -38,7 +38,7 @@ from bench.context import BenchContext, BenchOptions
 from bench.machine import component_versions, load_average, process_cpu_seconds
 from bench.report import comparison_rows, milliseconds, number, table
 from bench.sections import RunInfo
-from bench.stats import PodClock, Timings, percentile, ratio
+from bench.stats import PodClock, RunMeasures, Timings, percentile, ratio
 from bench.throughput import LABELS, SCHEDULER_NAME, _metrics, bench_config
 from bench.workload import JSON, create_pods, delete_all_pods, pods_path
 from secondary_scheduler.cluster import provisioner
@@ -62,40 +62,17 @@ def claims_path(namespace: str) -> str:
     return f"/api/v1/namespaces/{namespace}/persistentvolumeclaims"
 
 
-@dataclass
-class VolumeRunRecord:
-    """One scheduler's one run at one size."""
+@dataclass(kw_only=True)
+class VolumeRunRecord(RunMeasures):
+    """One scheduler's one run at one size; ``throughput`` counts pods from the first created to
+    the last pod bound and last claim Bound."""
 
-    kind: str
-    nodes: int
-    repeat: int
-    order: int
-    pods: int
-    bound: int
     claims_bound: int
-    throughput: float
-    """Pods per second, first pod created -> last pod bound and last claim Bound."""
-    create_rate: float
-    p50: float
-    p99: float
-    max_latency: float
-    span: float
     phases: storage.Phases = field(default_factory=storage.Phases)
     violations: list[str] = field(default_factory=list)
     moved: int = 0
     """Pods bound elsewhere than the node first written on their claim (the provisioner refused it)."""
-    scheduled_attempts: float = math.nan
-    failed_attempts: float = math.nan
-    mean_attempt_seconds: float = math.nan
-    cpu_seconds: dict[str, float] = field(default_factory=dict)
-    busy_before: float = math.nan
-    idle_cpus: float = math.nan
-    load_before: float = math.nan
     load_after: float = math.nan
-
-    def cpu_ms_per_pod(self, process: str) -> float:
-        seconds = self.cpu_seconds.get(process)
-        return math.nan if seconds is None or not self.bound else 1000 * seconds / self.bound
 
     def cpu_share(self, process: str) -> float:
         """CPUs the process kept busy on average over the run's span."""
@@ -544,14 +521,7 @@ class VolumesSection:
             record.moved = sum(1 for p in found if p.node and p.selected_node and p.node != p.selected_node)
             record.busy_before, record.load_before, record.load_after = busy, load, load_after
             record.idle_cpus = context.idle_cpus
-            record.cpu_seconds = {name: after_cpu[name] - before_cpu[name] for name in after_cpu}
-            record.scheduled_attempts = after_metrics["scheduled"] - before_metrics["scheduled"]
-            record.failed_attempts = after_metrics["failed"] - before_metrics["failed"]
-            count = after_metrics["duration_count"] - before_metrics["duration_count"]
-            if count > 0:
-                record.mean_attempt_seconds = (
-                    after_metrics["duration_sum"] - before_metrics["duration_sum"]
-                ) / count
+            record.add_span((before_cpu, after_cpu), (before_metrics, after_metrics))
             progress.update(
                 f"{record.bound}/{pods} pods bound, {record.claims_bound} claims Bound: "
                 f"{number(record.throughput, 1)} pods/s; cleaning up"

@@ -139,7 +139,6 @@ class NodeTable:
         self._pod_nodes: dict[str, str] = {}
         self._waiting: dict[str, dict[str, PodInfo]] = {}
         self._by_namespace: dict[str, dict[str, tuple[PodInfo, int]]] = {}
-        self._with_affinity: dict[str, tuple[PodInfo, int]] = {}
         self._label_columns: dict[str, LabelColumn] = {}
         self._image_columns: dict[str, IntArray] = {}
         self._request_rows: dict[str, tuple[PodInfo, IntArray]] = {}
@@ -303,10 +302,6 @@ class NodeTable:
         for pods in self._by_namespace.values():
             yield from pods.values()
 
-    def pods_with_affinity(self) -> Iterator[tuple[PodInfo, int]]:
-        """(pod, slot) of the counted pods that have inter-pod (anti-)affinity terms."""
-        return iter(self._with_affinity.values())
-
     def _take_slot(self) -> int:
         if self._free:
             return self._free.pop()
@@ -391,8 +386,6 @@ class NodeTable:
             self.used_ports[slot].update(pod.host_ports)
         self.pods[slot][pod.key] = pod
         self._by_namespace.setdefault(pod.namespace, {})[pod.key] = (pod, slot)
-        if pod.has_pod_affinity:
-            self._with_affinity[pod.key] = (pod, slot)
         if self._indexes:
             self._tell_indexes(slot, pod, placed=True)
 
@@ -406,7 +399,6 @@ class NodeTable:
         del namespace[pod.key]
         if not namespace:
             del self._by_namespace[pod.namespace]
-        self._with_affinity.pop(pod.key, None)
         if self._indexes:
             self._tell_indexes(slot, pod, placed=False)
 
