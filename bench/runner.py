@@ -54,7 +54,11 @@ def render_environment(run: RunInfo, node_lease_seconds: int) -> str:
             "does not also patch each node's status every minute or so (about 80 writes a second at 5,000 "
             "nodes, more than one of the two CPUs; a real kubelet reports every 5 minutes when nothing "
             "changes). Each size is measured once KWOK holds every node's lease and "
-            "kube-controller-manager has lifted the not-ready taint admission gives new nodes.",
+            "kube-controller-manager has lifted the not-ready taint admission gives new nodes. Prometheus "
+            "and the node-load exporter run only during the workloads section's `load-aware` and "
+            "`load-variation` classes, so that no other measurement pays for scraping thousands of "
+            "nodes; the cluster runs no NUMA "
+            "topology exporter (no section reads NodeResourceTopologies).",
             "",
         ]
     )
@@ -110,7 +114,8 @@ def run(
         shape=NODE_SHAPE,
         zones=ZONES,
         default_scheduler=False,
-        prometheus=False,
+        prometheus=False,  # started for the workloads section's load classes alone
+        topology_exporter=False,  # no section reads NodeResourceTopologies
         node_lease_seconds=node_lease_seconds,
     )
     with LocalCluster(cluster_options) as cluster:

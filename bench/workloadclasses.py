@@ -12,14 +12,28 @@ constraints (at most one per host for hostname anti-affinity, balanced over zone
 The placement check lists every bound pod against its hard constraints: node selector and
 required node affinity, required pod anti-affinity (symmetric), required pod affinity, hard
 topology spread, and the nodes' allocatable resources.
+
+Two classes have no scheduler_perf counterpart: ``load-aware``, the basic class under seed
+000's load-aware profile (Trimaran's TargetLoadPacking reading Prometheus) instead of the
+default one, and ``load-variation``, the same with LoadVariationRiskBalancing in
+TargetLoadPacking's place (upstream cannot run both in one profile: ``load_class_config``), each on
+nodes given a fixed CPU load. Their pods have no constraint beyond resources; where they went
+against the plugin's threshold is measured (``load_outcome``) and reported, not counted as a
+violation.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import random
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import yaml
 
 from bench import storage
 from bench.workload import pod_manifests
@@ -48,6 +62,29 @@ UNSCHEDULABLE_EVERY = 5
 """In the churn class, every fifth pod of the stream is one that fits nowhere."""
 NODE_AFFINITY_ZONES = 2
 """The node-affinity class admits the first two zones (of three)."""
+LOAD_AWARE = "load-aware"
+LOAD_VARIATION = "load-variation"
+TARGET_LOAD_PACKING = "TargetLoadPacking"
+LOAD_VARIATION_RISK_BALANCING = "LoadVariationRiskBalancing"
+TRIMARAN = (TARGET_LOAD_PACKING, LOAD_VARIATION_RISK_BALANCING, "LowRiskOverCommitment")
+LOAD_CLASSES = {LOAD_AWARE: TARGET_LOAD_PACKING, LOAD_VARIATION: LOAD_VARIATION_RISK_BALANCING}
+"""The classes scored by one Trimaran plugin reading the cluster's Prometheus, and that plugin."""
+PLUGIN_DEFAULTS: Mapping[str, Mapping[str, float]] = {
+    LOAD_VARIATION_RISK_BALANCING: {"safeVarianceMargin": 1.0, "safeVarianceSensitivity": 1.0},
+}
+"""A plugin's own args where it takes TargetLoadPacking's place: upstream's defaults, written out so
+that the report and the soft check read them from the configuration both schedulers get."""
+SOURCE_KEYS = ("metricProvider", "watcherAddress")
+"""Where a Trimaran plugin's args say its metrics come from."""
+RISK_THRESHOLD = 70
+"""The load-variation class's soft check: pods on nodes whose CPU mean + margin x stddev ends above
+this percent. LoadVariationRiskBalancing has no threshold of its own (it spreads risk); this is
+seed 000's target, so that the two load classes' checks read alike."""
+LOAD_LEVELS = (0.05, 0.10, 0.15, 0.20, 0.25, 0.30, 0.35, 0.45, 0.55, 0.65, 0.80, 0.90)
+"""The load classes' CPU load levels (the demo's), one drawn per node: most nodes fairly quiet,
+one in six above seed 000's 70 % target, so that the target decides placements."""
+LOAD_MEMORY_SHARE = 0.6
+"""A node's memory load is this share of its CPU load (as in the demo; TargetLoadPacking reads CPU)."""
 
 
 @dataclass(frozen=True)
@@ -128,6 +165,21 @@ CLASSES = (
         "the volumes section's pods, each with its own `local-wffc` (WaitForFirstConsumer) claim "
         "provisioned by the local cluster's provisioner; pre-existing pods are basic ones (no claims)",
     ),
+    WorkloadClass(
+        LOAD_AWARE,
+        "none (SchedulingBasic's pods, Trimaran's profile)",
+        "the basic pods and pre-existing pods, scheduled with seed 000's profile (TargetLoadPacking "
+        "reading Prometheus, target 70 %; NodeResourcesBalancedAllocation off); each node carries a "
+        "fixed CPU load of 5-90 % (one in six above the target)",
+    ),
+    WorkloadClass(
+        LOAD_VARIATION,
+        "none (SchedulingBasic's pods, Trimaran's profile)",
+        "the basic pods and pre-existing pods, scheduled with seed 000's profile with "
+        "LoadVariationRiskBalancing in TargetLoadPacking's place (upstream's defaults, margin 1 and "
+        "sensitivity 1, reading Prometheus; NodeResourcesBalancedAllocation off); each node the "
+        "`load-aware` class's fixed CPU load, with no variation (stddev 0)",
+    ),
 )
 CLASS_NAMES = tuple(klass.name for klass in CLASSES)
 BY_NAME = {klass.name: klass for klass in CLASSES}
@@ -139,6 +191,8 @@ class Node:
     name: str
     labels: Mapping[str, str] = field(default_factory=dict)
     allocatable: Mapping[str, str] = field(default_factory=dict)
+    capacity: Mapping[str, str] = field(default_factory=dict)
+    """TargetLoadPacking relates load to the node's capacity, not its allocatable."""
 
 
 def nodes_of(manifests: Iterable[JSON]) -> list[Node]:
@@ -148,6 +202,7 @@ def nodes_of(manifests: Iterable[JSON]) -> list[Node]:
             str(item["metadata"]["name"]),
             dict(item["metadata"].get("labels") or {}),
             dict((item.get("status") or {}).get("allocatable") or {}),
+            dict((item.get("status") or {}).get("capacity") or {}),
         )
         for item in manifests
     ]
@@ -657,3 +712,261 @@ def rules_broken(violations: Iterable[str]) -> dict[str, int]:
     for text in violations:
         counts[text.split(":", 1)[0]] += 1
     return dict(counts)
+
+
+# -- the load classes (load-aware, load-variation) -------------------------------------------------
+def starting_load(nodes: Sequence[Node], seed: int = 0) -> dict[str, Any]:
+    """The load model's state for the load classes (loadmodel.LoadModel.update): each node a
+    level of ``LOAD_LEVELS``, the same for the same seed.
+
+    No noise and no load from pods: every Prometheus sample of a node is then the same, so both
+    schedulers read the same averages whenever they run and whatever ran before them (with pods
+    counted, the 15-minute averages of the second run would still hold the first run's pods).
+    The price is LoadVariationRiskBalancing's stddev, 0 on every node: the model's only source
+    of variation is Gaussian noise drawn at each scrape, whose ``stddev_over_time`` depends on
+    which samples a run's window holds (none but one just after Prometheus starts), so it would
+    differ between the two schedulers' runs.
+    """
+    rng = random.Random(seed)
+    levels = {}
+    for node in nodes:
+        cpu = rng.choice(LOAD_LEVELS)
+        levels[node.name] = {"cpu": cpu, "memory": round(cpu * LOAD_MEMORY_SHARE, 2), "noise": 0.0}
+    return {"default": {"cpu": 0.0, "memory": 0.0, "noise": 0.0}, "nodes": levels, "podFactor": 0.0}
+
+
+def load_class_config(
+    seed_config: str,
+    plugin: str,
+    scheduler_name: str,
+    qps: float,
+    burst: int,
+    kubeconfig: Path | str,
+    prometheus_url: str,
+) -> str:
+    """Seed 000's profile as the benchmark's one profile, scored by ``plugin``: TargetLoadPacking
+    as the seed has it, or another Trimaran plugin in its place (``_in_place_of``).
+
+    ``seed_config``: the seed's KubeSchedulerConfiguration in v1 (deploy/06's, ``${PROM_URL}``
+    unfilled), which both schedulers read; the client limits and the kubeconfig are those every
+    class's schedulers get. The profile must enable ``plugin`` and no other Trimaran plugin that
+    reads a metric provider itself (no ``watcherAddress``): upstream starts an in-process
+    load-watcher per such plugin, and the second one panics at start (both register ``/watcher``
+    on Go's default ServeMux; scheduler-plugins v0.34.7, load-watcher v0.2.4), which is why
+    TargetLoadPacking and LoadVariationRiskBalancing are two classes rather than one.
+    """
+    document = yaml.safe_load(seed_config.replace("${PROM_URL}", prometheus_url))
+    [profile] = document["profiles"]
+    profile["schedulerName"] = scheduler_name
+    if plugin != TARGET_LOAD_PACKING:
+        _in_place_of(profile, TARGET_LOAD_PACKING, plugin, dict(PLUGIN_DEFAULTS.get(plugin, {})))
+    enabled = {
+        entry.get("name")
+        for point in (profile.get("plugins") or {}).values()
+        for entry in (point or {}).get("enabled") or ()
+    }
+    args = {entry.get("name"): entry.get("args") or {} for entry in profile.get("pluginConfig") or ()}
+    watchers = [name for name in TRIMARAN if name in enabled and not args.get(name, {}).get("watcherAddress")]
+    if plugin not in enabled:
+        raise ValueError(f"the seed's profile does not enable {TARGET_LOAD_PACKING}")
+    if len(watchers) > 1:
+        raise ValueError(
+            f"{' and '.join(watchers)} would each start upstream's in-process load-watcher, and the "
+            "second start panics (/watcher registered twice): give all but one a watcherAddress"
+        )
+    document["clientConnection"] = {"kubeconfig": str(kubeconfig), "qps": qps, "burst": burst}
+    return yaml.safe_dump(document, sort_keys=False)
+
+
+def _in_place_of(profile: JSON, old: str, new: str, args: JSON) -> None:
+    """Put ``new`` where the profile has ``old``, so that the two classes differ in that plugin
+    alone: the same extension points and weights, and in pluginConfig ``args`` plus ``old``'s
+    metric source (its ``metricProvider`` and ``watcherAddress``). Entries of ``new`` already
+    there are dropped, so that it is enabled and configured once."""
+    for point in (profile.get("plugins") or {}).values():
+        if point and point.get("enabled"):
+            point["enabled"] = [
+                {**entry, "name": new} if entry.get("name") == old else entry
+                for entry in point["enabled"]
+                if entry.get("name") != new
+            ]
+    entries = []
+    for entry in profile.get("pluginConfig") or ():
+        if entry.get("name") == old:
+            source = {key: value for key, value in (entry.get("args") or {}).items() if key in SOURCE_KEYS}
+            entries.append({"name": new, "args": {**args, **source}})
+        elif entry.get("name") != new:
+            entries.append(entry)
+    profile["pluginConfig"] = entries
+
+
+def _args_of(config: str, plugin: str) -> JSON | None:
+    """``plugin``'s args in a config's first profile that configures it (None if none does)."""
+    document = yaml.safe_load(config) or {}
+    for profile in document.get("profiles") or ():
+        for entry in profile.get("pluginConfig") or ():
+            if entry.get("name") == plugin:
+                return dict(entry.get("args") or {})
+    return None
+
+
+class LoadRule(Protocol):
+    """How a load class's soft check reads a node at the end of a run, as its plugin would: the
+    CPU it counts for a pod, the CPU it divides by, what the node's stddev adds, the threshold."""
+
+    @property
+    def threshold(self) -> float: ...
+
+    def pod_cpu(self, pod: JSON) -> int: ...
+
+    def node_cpu(self, node: Node) -> int: ...
+
+    def spread(self, stddev: float) -> float: ...
+
+
+@dataclass(frozen=True)
+class PackingArgs:
+    """What TargetLoadPacking predicts a pod's CPU with, and its target (upstream's defaults)."""
+
+    target: int = 40
+    """``targetUtilization``, percent."""
+    multiplier: float = 1.5
+    """``defaultRequestsMultiplier``: a container's predicted CPU is its request times this."""
+    default_cpu: int = 1000
+    """``defaultRequests.cpu`` in millicores: a container with neither request nor limit."""
+
+    @property
+    def threshold(self) -> float:
+        return float(self.target)
+
+    def pod_cpu(self, pod: JSON) -> int:
+        return predicted_cpu(pod, self)
+
+    def node_cpu(self, node: Node) -> int:
+        """TargetLoadPacking relates load to the node's capacity."""
+        return milli_value((node.capacity or node.allocatable).get("cpu", 0))
+
+    def spread(self, stddev: float) -> float:
+        """TargetLoadPacking reads the average alone."""
+        return 0.0
+
+
+def packing_args(config: str) -> PackingArgs:
+    """TargetLoadPacking's args in a config's first profile that configures it (defaults if none)."""
+    args = _args_of(config, TARGET_LOAD_PACKING)
+    if args is None:
+        return PackingArgs()
+    defaults = PackingArgs()
+    return PackingArgs(
+        int(args.get("targetUtilization", defaults.target)),
+        float(args.get("defaultRequestsMultiplier", defaults.multiplier)),
+        milli_value((args.get("defaultRequests") or {}).get("cpu", f"{defaults.default_cpu}m")),
+    )
+
+
+def predicted_cpu(pod: JSON, args: PackingArgs) -> int:
+    """TargetLoadPacking's predicted CPU of a pod (millicores): per container its limit, else its
+    request times the multiplier (rounded half away from zero, as Go's math.Round), else the
+    default; plus the pod's overhead."""
+    spec = pod.get("spec") or {}
+    total = 0
+    for container in spec.get("containers") or ():
+        resources = container.get("resources") or {}
+        limits, requests = resources.get("limits") or {}, resources.get("requests") or {}
+        if "cpu" in limits:
+            total += milli_value(limits["cpu"])
+        elif "cpu" in requests:
+            total += math.floor(milli_value(requests["cpu"]) * args.multiplier + 0.5)
+        else:
+            total += args.default_cpu
+    return total + milli_value((spec.get("overhead") or {}).get("cpu", 0))
+
+
+@dataclass(frozen=True)
+class VariationArgs:
+    """LoadVariationRiskBalancing's margin and sensitivity (upstream's defaults), and the soft
+    check's threshold, which the plugin has none of (``RISK_THRESHOLD``)."""
+
+    margin: float = 1.0
+    """``safeVarianceMargin``: the stddev's multiplier."""
+    sensitivity: float = 1.0
+    """``safeVarianceSensitivity``: the stddev is taken to the power 1 / this."""
+    threshold: float = RISK_THRESHOLD
+
+    def pod_cpu(self, pod: JSON) -> int:
+        """The pod's effective CPU request (Trimaran's GetResourceRequested), what the plugin adds."""
+        return _requests(pod)[0]
+
+    def node_cpu(self, node: Node) -> int:
+        """LoadVariationRiskBalancing relates load to the node's allocatable."""
+        return milli_value(node.allocatable.get("cpu", 0))
+
+    def spread(self, stddev: float) -> float:
+        """What a stddev (a ratio) adds to the mean, in percent, as the plugin's computeScore: bounded
+        to [0, 1], to the power 1 / sensitivity (Go's Pow(x, +Inf) for 0), times the margin, bounded
+        again."""
+        sigma = min(max(stddev, 0.0), 1.0)
+        if self.sensitivity > 0:
+            sigma **= 1 / self.sensitivity
+        else:
+            sigma = 1.0 if sigma == 1.0 else 0.0
+        return 100 * min(max(sigma * self.margin, 0.0), 1.0)
+
+
+def variation_args(config: str) -> VariationArgs:
+    """LoadVariationRiskBalancing's args in a config's first profile that configures it
+    (defaults if none)."""
+    args = _args_of(config, LOAD_VARIATION_RISK_BALANCING) or {}
+    defaults = VariationArgs()
+    return VariationArgs(
+        float(args.get("safeVarianceMargin", defaults.margin)),
+        float(args.get("safeVarianceSensitivity", defaults.sensitivity)),
+    )
+
+
+def load_rule(config: str, plugin: str) -> LoadRule:
+    """The soft check's reading of ``plugin`` as the config sets it up."""
+    if plugin == LOAD_VARIATION_RISK_BALANCING:
+        return variation_args(config)
+    return packing_args(config)
+
+
+@dataclass(frozen=True)
+class LoadOutcome:
+    """Where a run's measured pods went against the class's threshold (a soft measure)."""
+
+    pods: int
+    """Measured pods bound."""
+    over_target: int
+    """Of them, those on a node whose CPU load ends above the threshold: its own load (plus what
+    its stddev adds, for LoadVariationRiskBalancing) and the CPU the plugin counts for the
+    measured pods bound there."""
+    hot_start: int
+    """Of those, the ones on a node above the threshold before any of them (its own load alone)."""
+
+
+def load_outcome(
+    pods: Iterable[JSON], nodes: Sequence[Node], load: Mapping[str, Any], rule: LoadRule
+) -> LoadOutcome:
+    """The measured pods' placement against the threshold, by the load model's node loads
+    (``load``: what ``starting_load`` gave the exporter; pods add none there, so the run's pods are
+    added here as the plugin counts them). A node's stddev is its noise sigma, which is what
+    Prometheus' ``stddev_over_time`` tends to."""
+    levels = load.get("nodes") or {}
+    default = load.get("default") or {}
+    by_name = {node.name: node for node in nodes}
+    measured = [pod for pod in _bound(pods) if _labels_of(pod).get(ROLE_LABEL) == MEASURED]
+    added: dict[str, int] = defaultdict(int)
+    for pod in measured:
+        added[str(pod["spec"]["nodeName"])] += rule.pod_cpu(pod)
+    over = hot = 0
+    for pod in measured:
+        name = str(pod["spec"]["nodeName"])
+        node = by_name.get(name)
+        size = rule.node_cpu(node) if node else 0
+        level = {**default, **(levels.get(name) or {})}
+        base = 100 * float(level.get("cpu", 0.0)) + rule.spread(float(level.get("noise", 0.0)))
+        end = base + (100 * added[name] / size if size else 0.0)
+        over += end > rule.threshold
+        hot += base > rule.threshold
+    return LoadOutcome(len(measured), over, hot)

@@ -3,8 +3,10 @@
 The throughput section measures pods that ask for CPU and memory only. This section measures
 the classes of kube-scheduler's scheduler_perf suite (``bench.workloadclasses``: pod
 anti-affinity, pod affinity, preferred terms, node affinity, topology spreading, a stream with
-unschedulable pods, preemption, PVC-bearing pods) with the throughput section's method: the
-same cluster per size, the same one-profile configuration and client limits for both
+unschedulable pods, preemption, PVC-bearing pods), and the basic pods under seed 000's
+load-aware profile (Trimaran's TargetLoadPacking on Prometheus) and under the same profile with
+LoadVariationRiskBalancing in TargetLoadPacking's place, with the throughput section's method:
+the same cluster per size, the same one-profile configuration and client limits for both
 schedulers, a fresh scheduler process per run.
 
 For each size and class:
@@ -22,6 +24,11 @@ For each size and class:
    saturation throughputs, so that latency is measured below either one's capacity;
 4. between runs only the measured (and warm-up) pods are deleted, and the preemption class's
    victims are created again where they were; after the class, every pod and the namespace.
+
+The cluster runs without Prometheus, so that no measurement pays for scraping thousands of
+nodes; each load class (``load-aware``, ``load-variation``) starts Prometheus and the node-load
+exporter before its runs (each node at a fixed load, ``starting_load``) and stops them after,
+both schedulers reading the same.
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from bench import storage
 from bench.context import BenchContext, BenchOptions
@@ -57,20 +65,32 @@ from bench.workloadclasses import (
     BY_NAME,
     CLASS_NAMES,
     EXISTING,
+    LOAD_AWARE,
+    LOAD_CLASSES,
+    LOAD_LEVELS,
+    LOAD_VARIATION,
+    RISK_THRESHOLD,
     ROLE_LABEL,
+    TARGET_LOAD_PACKING,
     check_placement,
     existing_count,
     existing_manifests,
     expected_unschedulable,
+    load_class_config,
+    load_outcome,
+    load_rule,
     measured_manifests,
     nodes_of,
     priority_classes,
     room,
     rules_broken,
+    starting_load,
     zones_of,
 )
+from secondary_scheduler.cluster.localcluster import ClusterError
 from secondary_scheduler.cluster.progress import step
 from secondary_scheduler.cluster.schedulers import OURS, UPSTREAM, start_scheduler
+from secondary_scheduler.demo.main import example_config
 from secondary_scheduler.kube.client import ApiClient, ApiError
 from secondary_scheduler.kube.namespaces import ensure_namespace
 
@@ -86,6 +106,10 @@ PVC_OPEN_LOOP_PODS = 60
 """The pvc class measures at most these many pods: upstream's VolumeBinding spends about half a
 second of CPU per pod at 1,000 nodes (the volumes section), more with more nodes, so the class at
 full size would take most of the section's hour by itself."""
+LOAD_SCRAPE_INTERVAL = "15s"
+"""Prometheus' scrape interval while a load class runs (its own default). At 5,000 nodes
+a scrape is 10,000 series, about 0.12 s of the exporter's CPU: under 1 % of a core at this
+interval, which still gives the schedulers' collectors (every 30 s) a fresh sample each time."""
 
 
 @dataclass(kw_only=True)
@@ -109,6 +133,12 @@ class WorkloadRecord(RunMeasures):
     """The first few placement violations (``rule: what``)."""
     profile: Profile | None = None
     """Where our scheduler's time went (saturation runs, with ``--profile``)."""
+    over_target: int | None = None
+    """The load classes: bound measured pods on nodes whose CPU load ends above the class's
+    threshold (TargetLoadPacking's target; for LoadVariationRiskBalancing, mean + margin x stddev
+    over ``RISK_THRESHOLD``: ``workloadclasses.load_outcome``); a soft measure, not a violation."""
+    hot_start: int | None = None
+    """Of those, the pods on nodes above the threshold before any measured pod came."""
 
 
 @dataclass
@@ -268,7 +298,6 @@ class WorkloadsSection:
         self, context: BenchContext, node_objects: Sequence[JSON], index: int, klass: str, position: int
     ) -> int:
         options = self.options
-        api = context.api
         nodes = nodes_of(node_objects)
         measured = options.workload_pods_for(context.nodes)
         open_loop_pods = options.open_loop_pods
@@ -278,11 +307,58 @@ class WorkloadsSection:
         problem = room(klass, len(nodes), existing, measured)
         if problem is None and options.open_loop:
             problem = room(klass, len(nodes), existing, open_loop_pods)
+        node_load: dict[str, Any] | None = None
+        idle = context.idle_cpus
+        if problem is None and klass in LOAD_CLASSES:
+            node_load = starting_load(nodes, seed=context.nodes)
+            try:
+                await self._start_load_metrics(context, klass, node_load)
+            except ClusterError as error:
+                problem = f"Prometheus and the node-load exporter did not start: {error}"
         if problem is not None:
             context.log(f"    [yellow]{klass}: skipped at {context.nodes:,} nodes: {problem}[/yellow]")
             self.skipped.append(Skipped(context.nodes, klass, problem))
             self._save()
             return position
+        try:
+            return await self._measure_class(
+                context, node_objects, index, klass, position, (existing, measured, open_loop_pods), node_load
+            )
+        finally:
+            if node_load is not None:
+                with step(f"{context.nodes:,} nodes · {klass} · stopping Prometheus and the load exporter"):
+                    await asyncio.to_thread(context.cluster.stop_load_metrics)
+                context.idle_cpus = idle
+
+    @staticmethod
+    async def _start_load_metrics(context: BenchContext, klass: str, node_load: dict[str, Any]) -> None:
+        """Prometheus and the node-load exporter for a load class, then the idle machine measured
+        again with them (what its runs wait for before starting)."""
+        await asyncio.to_thread(
+            context.cluster.start_load_metrics, context.nodes, node_load, LOAD_SCRAPE_INTERVAL
+        )
+        busy = await context.measure_idle()
+        context.log(
+            f"    {klass}: Prometheus scrapes {context.nodes:,} nodes' load every "
+            f"{LOAD_SCRAPE_INTERVAL}; the idle cluster with it: {busy:.2f} CPUs busy"
+        )
+
+    async def _measure_class(
+        self,
+        context: BenchContext,
+        node_objects: Sequence[JSON],
+        index: int,
+        klass: str,
+        position: int,
+        counts: tuple[int, int, int],
+        node_load: dict[str, Any] | None,
+    ) -> int:
+        """The class's pre-existing pods, its runs, then its clean-up; ``counts``: (pre-existing,
+        measured, open-loop) pods."""
+        options = self.options
+        api = context.api
+        nodes = nodes_of(node_objects)
+        existing, measured, open_loop_pods = counts
         if klass == "pvc":
             with step(f"{context.nodes:,} nodes · every node's CSINode and CSIStorageCapacity", log_every=10):
                 await VolumesSection._wait_published(context)
@@ -307,6 +383,7 @@ class WorkloadsSection:
                         position,
                         measured,
                         existing_pods,
+                        node_load=node_load,
                     )
                     self.records.append(record)
                     self._save()
@@ -329,6 +406,7 @@ class WorkloadsSection:
                             open_loop_pods,
                             existing_pods,
                             rate,
+                            node_load=node_load,
                         )
                         self.records.append(record)
                         self._save()
@@ -360,7 +438,11 @@ class WorkloadsSection:
         count: int,
         existing: Sequence[JSON],
         rate: float = math.nan,
+        *,
+        node_load: dict[str, Any] | None = None,
     ) -> WorkloadRecord:
+        """One run; ``node_load``: a load class's node loads (its profile, and where its pods went
+        against its plugin's threshold)."""
         options = self.options
         api = context.api
         nodes = nodes_of(node_objects)
@@ -370,7 +452,7 @@ class WorkloadsSection:
         manifests = measured_manifests(klass, prefix, count, SCHEDULER_NAME, zones, seed)
         targets = [m["metadata"]["name"] for m in manifests if not expected_unschedulable(m)]
         warm = pod_manifests(f"{prefix}-warm", options.warmup_pods, SCHEDULER_NAME, seed=1)
-        config = bench_config(options.qps, options.burst, context.cluster.kubeconfig)
+        config = self._config(context, klass)
         directory = options.workdir / f"workloads-{context.nodes}"
         at = f" at {rate:g}/s" if mode == OPEN_LOOP else ""
         label = (
@@ -455,6 +537,11 @@ class WorkloadsSection:
             still = sum(
                 1 for pod in listed if (pod["metadata"].get("labels") or {}).get(ROLE_LABEL) == EXISTING
             )
+            outcome = (
+                load_outcome(listed, nodes, node_load, load_rule(config, LOAD_CLASSES[klass]))
+                if node_load is not None
+                else None
+            )
             timings = clock.summary(targets)
             record = WorkloadRecord(
                 klass=klass,
@@ -482,6 +569,8 @@ class WorkloadsSection:
                 idle_cpus=context.idle_cpus,
                 load_before=load,
                 profile=profile,
+                over_target=outcome.over_target if outcome is not None else None,
+                hot_start=outcome.hot_start if outcome is not None else None,
             )
             record.add_span((before_cpu, after_cpu), (before_metrics, after_metrics))
             progress.update(
@@ -497,6 +586,22 @@ class WorkloadsSection:
         self._log(context, record, scheduler.log)
         return record
 
+    def _config(self, context: BenchContext, klass: str) -> str:
+        """The throughput section's configuration, or for a load class seed 000's profile (as
+        deploy/06 ships it) scored by the class's plugin on the cluster's Prometheus."""
+        options = self.options
+        if klass not in LOAD_CLASSES:
+            return bench_config(options.qps, options.burst, context.cluster.kubeconfig)
+        return load_class_config(
+            example_config(),
+            LOAD_CLASSES[klass],
+            SCHEDULER_NAME,
+            options.qps,
+            options.burst,
+            context.cluster.kubeconfig,
+            context.cluster.prometheus_url,
+        )
+
     @staticmethod
     def _log(context: BenchContext, record: WorkloadRecord, log: Path) -> None:
         extra = []
@@ -510,6 +615,8 @@ class WorkloadsSection:
             extra.append(f"{record.unschedulable} unschedulable pending")
         if record.victims:
             extra.append(f"{record.victims} victims")
+        if record.over_target is not None:
+            extra.append(f"{record.over_target} pods on nodes over the load threshold")
         extra.append(f"{number(record.failed_attempts)} failed attempts")
         context.log(
             f"    {LABELS[record.kind]:>8}: {record.klass} {record.mode}: "
@@ -554,7 +661,8 @@ class WorkloadsSection:
             "(anti-)affinity, node affinity, topology spreading, a stream with unschedulable pods, "
             "preemption and PVCs, each measured on a cluster that already holds pods of the same class. "
             f"Both schedulers run the throughput section's one-profile configuration (schedulerName "
-            f"`{SCHEDULER_NAME}`, the default plugins) with qps {options.qps:g} and burst {options.burst}; "
+            f"`{SCHEDULER_NAME}`, the default plugins; the `{LOAD_AWARE}` and `{LOAD_VARIATION}` classes "
+            f"seed 000's load-aware profile, below) with qps {options.qps:g} and burst {options.burst}; "
             f"ours is `{ours_version}`, upstream's kube-scheduler `{upstream_version}`. "
             "*open loop*: the same pods created at a fixed rate, the same for both schedulers, "
             f"{options.open_loop_fraction:g} × the lower of the two saturation throughputs, so both keep "
@@ -581,6 +689,7 @@ class WorkloadsSection:
                 "",
             ]
         lines += self._classes()
+        lines += self._load_classes()
         lines += self._profiles()
         lines += self._all_runs()
         lines.append(self._method())
@@ -637,6 +746,102 @@ class WorkloadsSection:
             "violations ours / upstream",
         ]
         return [f"### {nodes:,} nodes", "", table(header, rows, align="l" + "r" * 14)]
+
+    def _load_classes(self) -> list[str]:
+        """Each load class measured: its profile, load and Prometheus, and where its pods went
+        against its plugin's threshold."""
+        lines: list[str] = []
+        for klass, profile, soft in (
+            (LOAD_AWARE, self._packing_profile(), self._packing_soft()),
+            (LOAD_VARIATION, self._variation_profile(), self._variation_soft()),
+        ):
+            if klass in self.options.workload_classes:
+                paragraph = " ".join((profile, self._load_setup(), soft))
+                lines += [f"### The `{klass}` class", "", paragraph, "", *self._load_table(klass)]
+        return lines
+
+    @staticmethod
+    def _packing_profile() -> str:
+        return (
+            "Both schedulers run seed 000's profile as `deploy/06_configmap.yaml` ships it: "
+            "TargetLoadPacking with targetUtilization 70, defaultRequests cpu 2000m and "
+            "defaultRequestsMultiplier 1, reading the cluster's Prometheus (metricProvider type "
+            "Prometheus); NodeResourcesBalancedAllocation disabled; every other plugin a default one. "
+            f"LoadVariationRiskBalancing is not in it (it has the `{LOAD_VARIATION}` class): upstream's "
+            "kube-scheduler (scheduler-plugins v0.34.7) panics at start with two Trimaran plugins reading "
+            "a metric provider, each starting a load-watcher that registers `/watcher` on Go's default "
+            "ServeMux."
+        )
+
+    @staticmethod
+    def _variation_profile() -> str:
+        return (
+            f"Both schedulers run the `{LOAD_AWARE}` class's profile with LoadVariationRiskBalancing in "
+            "TargetLoadPacking's place (the same extension point and metricProvider, the cluster's "
+            "Prometheus): its args upstream's defaults, safeVarianceMargin 1 and safeVarianceSensitivity "
+            "1; NodeResourcesBalancedAllocation disabled; every other plugin a default one. It scores a "
+            "node by its riskier resource, risk = (mean + margin × stddev) / 2, the mean being the "
+            "measured load plus the pod's request, as shares of the node's allocatable."
+        )
+
+    @staticmethod
+    def _load_setup() -> str:
+        """What both load classes share: Prometheus for the class alone, and the nodes' fixed loads."""
+        levels = ", ".join(f"{100 * level:.0f}" for level in LOAD_LEVELS)
+        return (
+            "Prometheus and the node-load exporter run for this class alone: started before its first "
+            f"run with an empty database, scraping every {LOAD_SCRAPE_INTERVAL}, and stopped after its "
+            f"last, so that no other class is measured with them. Each node carries a fixed CPU load, one "
+            f"of {levels} % drawn per node with the size as seed (the same in both load classes; memory "
+            "load 0.6 of it), without noise and without load from pods: every sample of a node is the "
+            "same, so both schedulers read the same averages whichever runs first (with pods counted, "
+            "the 15-minute averages would still hold the previous run's pods). Its pods have no "
+            "constraint beyond resources, which the placement check holds them to."
+        )
+
+    @staticmethod
+    def _packing_soft() -> str:
+        return (
+            "*over target*: bound measured pods on a node whose CPU load ends above the target, counting "
+            "the node's own load and TargetLoadPacking's prediction of the measured pods bound there (a "
+            "soft measure, not a violation); *of them, already over*: those on a node above the target "
+            "before any of them."
+        )
+
+    @staticmethod
+    def _variation_soft() -> str:
+        return (
+            "Without noise every node's stddev is 0, so the margin term adds nothing and the plugin "
+            "spreads pods by mean load alone: the load exporter's only variation is Gaussian noise drawn "
+            "at each scrape, whose `stddev_over_time` over the 15-minute window both schedulers query "
+            "depends on the samples a run's window holds (a single one just after Prometheus starts), "
+            "so it would not be the same for both. *over risk*: bound measured pods on a node whose CPU "
+            f"mean + margin × stddev ends above {RISK_THRESHOLD} %, counting the node's own load and the "
+            "requests of the measured pods bound there (the plugin has no threshold of its own; this is "
+            f"the `{LOAD_AWARE}` class's target, so the two read alike; a soft measure, not a "
+            "violation); *of them, already over*: those on a node above it before any of them."
+        )
+
+    def _load_table(self, klass: str) -> list[str]:
+        """A load class's runs: how many of its pods went over its threshold."""
+        rows = [
+            [
+                f"{r.nodes:,}",
+                f"{r.order}",
+                r.mode if r.mode == SATURATION else f"{r.mode} {number(r.rate)}/s",
+                LABELS[r.kind],
+                f"{r.bound:,}/{r.pods:,}",
+                f"{r.over_target:,}" if r.over_target is not None else "–",
+                f"{r.hot_start:,}" if r.hot_start is not None else "–",
+            ]
+            for r in self.records
+            if r.klass == klass
+        ]
+        if not rows:
+            return []
+        over = "over target" if LOAD_CLASSES[klass] == TARGET_LOAD_PACKING else "over risk"
+        header = ["nodes", "#", "run", "scheduler", "bound", over, "of them, already over"]
+        return [table(header, rows, align="rrllrrr")]
 
     def _profiles(self) -> list[str]:
         """Where our scheduler's time went in each saturation run (py-spy)."""
@@ -757,6 +962,10 @@ class WorkloadsSection:
   two schedulers' saturation throughputs for the class, rounded down.
 - *sched CPU/pod*: the scheduler process's user and system CPU time during the measured span, per
   pod bound. *attempts*: from the scheduler's own metrics.
+- The `{LOAD_AWARE}` and `{LOAD_VARIATION}` classes: seed 000's load-aware profile
+  (TargetLoadPacking), and the same with LoadVariationRiskBalancing in its place, each on a
+  Prometheus and a node-load exporter that run for that class alone (their paragraphs above say
+  how); their pods are the basic ones.
 - Placement check, after every run: the namespace's pods and the nodes are listed and every bound
   pod is checked against its node selector and required node affinity, its required pod
   anti-affinity (no two pods in one domain where either's term selects the other), its required

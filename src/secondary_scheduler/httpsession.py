@@ -17,7 +17,10 @@ TRANSPORT_ERRORS = (aiohttp.ClientError, TimeoutError)
 
 
 class LazySession:
-    """An aiohttp session made on first call, and made again if it was closed."""
+    """An aiohttp session made on first call, and made again if it was closed.
+
+    ``max_connections``: connections open at once (requests beyond wait for one); 0 for no limit.
+    """
 
     def __init__(
         self,

@@ -14,8 +14,7 @@ from typing import Any
 import pytest
 from bench.__main__ import WORKLOADS_DEFAULT_SIZES, _sizes, main, parser
 from bench.context import BenchOptions
-from bench.machine import Machine
-from bench.sections import SECTIONS, RunInfo
+from bench.sections import SECTIONS
 from bench.stats import PodClock
 from bench.workloadclasses import (
     CLASS_NAMES,
@@ -46,6 +45,7 @@ from bench.workloads import (
     create_on_schedule,
     open_loop_rate,
 )
+from tests.unit.bench.reportparts import run_info
 
 from secondary_scheduler.cluster.nodes import NodeShape, plan_nodes
 from secondary_scheduler.cluster.schedulers import OURS, UPSTREAM
@@ -449,18 +449,6 @@ def _record(
     return WorkloadRecord(**values)
 
 
-def _run_info(options: BenchOptions) -> RunInfo:
-    return RunInfo(
-        command="python -m bench --only workloads",
-        started="2025-01-01 00:00 UTC",
-        machine=Machine(cpus=2, cpu_model="x", memory_gib=8.0, kernel="6", python="3.12"),
-        versions={},
-        load_before=0.1,
-        load_waited=True,
-        options=options,
-    )
-
-
 def test_render_has_the_summary_every_run_and_the_method() -> None:
     options = _options()
     section = WorkloadsSection(options)
@@ -480,7 +468,7 @@ def test_render_has_the_summary_every_run_and_the_method() -> None:
         ),
         _record("required-anti-affinity", UPSTREAM, SATURATION, 50.0, 0.9),
     ]
-    text = section.render(_run_info(options))
+    text = section.render(run_info(options))
     assert text.startswith("## Workload classes\n\n_Measured 2025-01-01 00:00 UTC")
     assert "### 100 nodes" in text
     basic = next(line for line in text.splitlines() if line.startswith("| `basic` | 100 |"))
@@ -493,7 +481,7 @@ def test_render_has_the_summary_every_run_and_the_method() -> None:
     from bench.profiles import Profile
 
     section.records[0].profile = Profile(100, 80, [("Fit.filter (x.py)", 0.5)], [("scheduling cycles", 0.9)])
-    rendered = section.render(_run_info(options))
+    rendered = section.render(run_info(options))
     assert "### Where our scheduler's time goes" in rendered
     assert "scheduling cycles 90%" in rendered and "50% `Fit.filter (x.py)`" in rendered
 

@@ -5,10 +5,12 @@
 
 Components: etcd (data on tmpfs, no fsync), kube-apiserver (TLS, RBAC, Node authz),
 kube-controller-manager, our storage provisioner (two StorageClasses, CSINodes and
-CSIStorageCapacities: see `provisioner`), KWOK for fake nodes, the upstream kube-scheduler
-as the cluster's `default-scheduler`, our node-load exporter, and Prometheus scraping it.
-Each is a child process recorded by pid in `state.json`, so `secsched cluster down` can
-stop exactly them from another shell.
+CSIStorageCapacities: see `provisioner`), KWOK for fake nodes, the NUMA topology exporter
+(NodeResourceTopologies), the upstream kube-scheduler as the cluster's `default-scheduler`,
+our node-load exporter, and Prometheus scraping it. Each is a child process recorded by pid
+in `state.json`, so `secsched cluster down` can stop exactly them from another shell.
+A cluster started without Prometheus can bring it and the exporter up later, and stop them
+again (`start_load_metrics`, `stop_load_metrics`): the benchmark does so for one class alone.
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ from secondary_scheduler.kube.client import ApiClient, ApiError, ApiUnavailable
 PROMETHEUS_BINARY = "/usr/bin/prometheus"
 PROVISIONER = "storage-provisioner"
 TOPOLOGY_EXPORTER = "topology-exporter"
+LOAD_EXPORTER = "load-exporter"
+PROMETHEUS = "prometheus"
 CRDS = Path(__file__).parent / "crds"
 """CustomResourceDefinitions installed at start: every *.yaml file of this folder."""
 
@@ -79,6 +83,9 @@ class ClusterOptions:
     state_root: Path = field(default_factory=default_state_root)
     node_lease_seconds: int = 40
     """KWOK renews each node's Lease every quarter of this: raise it for thousands of nodes."""
+    topology_exporter: bool = True
+    """Publish a NodeResourceTopology per node (for NodeResourceTopologyMatch). It re-reads every
+    node and pod on each change, so a cluster of thousands of nodes that needs none runs without."""
 
 
 def ensure_prometheus() -> str:
@@ -195,6 +202,7 @@ class LocalCluster:
                 base_load=options.get("base_load"),
                 state_root=root,
                 node_lease_seconds=int(options.get("node_lease_seconds", 40)),
+                topology_exporter=bool(options.get("topology_exporter", True)),
             )
         )
         cluster.ports = {key: int(value) for key, value in state["ports"].items()}
@@ -229,16 +237,17 @@ class LocalCluster:
             self._install_crds()
             self._start_controller_manager()
             self._start_provisioner()
-            self._start_topology_exporter()
+            if self.options.topology_exporter:
+                self._start_topology_exporter()
             self._start_kwok()
             if self.options.default_scheduler:
                 self._start_default_scheduler()
             self._create_nodes()
             self._wait_for_storage()
             if prometheus_binary:
-                self._start_exporter()
-                self._start_prometheus(prometheus_binary)
-                self._wait_for_metrics()
+                self._start_exporter(self.options.base_load)
+                self._start_prometheus(prometheus_binary, self.options.scrape_interval)
+                self._wait_for_metrics(self.options.nodes)
         except BaseException:
             self.down(quiet=True)
             raise
@@ -653,13 +662,15 @@ class LocalCluster:
             manifests = plan_nodes(self.options.nodes, self.options.shape, self.options.zones)
             asyncio.run(self._create_and_wait(manifests))
 
-    def _start_exporter(self) -> None:
+    def _start_exporter(self, base_load: dict[str, Any] | None) -> None:
         with step("starting the node-load exporter"):
             state = self.directory / "load.json"
-            if self.options.base_load:
-                state.write_text(json.dumps(self.options.base_load))
+            if base_load:
+                state.write_text(json.dumps(base_load))
+            else:  # a load left by an earlier exporter of this cluster is not this one's
+                state.unlink(missing_ok=True)
             self._launch(
-                "load-exporter",
+                LOAD_EXPORTER,
                 [
                     sys.executable,
                     "-m",
@@ -670,13 +681,12 @@ class LocalCluster:
                 ],
             )
             self._wait(
-                "load-exporter", lambda: httpx.get(f"{self.exporter_url}/load", timeout=2).status_code == 200
+                LOAD_EXPORTER, lambda: httpx.get(f"{self.exporter_url}/load", timeout=2).status_code == 200
             )
 
-    def _start_prometheus(self, binary: str) -> None:
-        with step("starting Prometheus"):
+    def _start_prometheus(self, binary: str, interval: str) -> None:
+        with step(f"starting Prometheus (scraping every {interval})"):
             config = self.directory / "prometheus.yml"
-            interval = self.options.scrape_interval
             config.write_text(
                 yaml.safe_dump(
                     {
@@ -692,7 +702,7 @@ class LocalCluster:
                 )
             )
             self._launch(
-                "prometheus",
+                PROMETHEUS,
                 [
                     binary,
                     f"--config.file={config}",
@@ -703,14 +713,70 @@ class LocalCluster:
                 ],
             )
             self._wait(
-                "prometheus",
+                PROMETHEUS,
                 lambda: httpx.get(f"{self.prometheus_url}/-/ready", timeout=2).status_code == 200,
             )
 
-    def _wait_for_metrics(self, timeout: float = 60.0) -> None:
-        with step("waiting for the first node-load samples in Prometheus"):
-            expected = self.options.nodes
-            self._wait("prometheus", lambda: len(self.query("instance:node_cpu:ratio")) >= expected, timeout)
+    def _wait_for_metrics(self, expected: int, timeout: float = 60.0) -> None:
+        with step(f"waiting for the first node-load samples of {expected:,} nodes in Prometheus"):
+            self._wait(PROMETHEUS, lambda: self._series("instance:node_cpu:ratio") >= expected, timeout)
+
+    def _series(self, name: str) -> int:
+        """How many series of ``name`` Prometheus holds (a count, not thousands of samples)."""
+        return int(sum(self.query(f"count({name})").values()))
+
+    # -- the load metrics on a running cluster ---------------------------------------------
+    def load_metrics_running(self) -> bool:
+        return any(
+            name in self.records and processes.is_running(self.records[name])
+            for name in (LOAD_EXPORTER, PROMETHEUS)
+        )
+
+    def start_load_metrics(
+        self,
+        nodes: int,
+        base_load: dict[str, Any] | None = None,
+        scrape_interval: str | None = None,
+        timeout: float = 120.0,
+    ) -> None:
+        """Start the node-load exporter and Prometheus on a cluster that runs without them, and wait
+        until Prometheus holds a sample of each of ``nodes`` nodes.
+
+        For a cluster whose other uses must not pay for the scraping (the benchmark brings them up
+        for its load-aware class alone); Prometheus starts with an empty database, so every
+        average it answers covers this start's samples only. ``base_load``: the load model's
+        starting state (loadmodel.LoadModel.update); ``scrape_interval``: the options' if None.
+        """
+        if self.load_metrics_running():
+            raise ClusterError(f"cluster {self.options.name!r} already runs its load exporter or Prometheus")
+        binary = ensure_prometheus()
+        shutil.rmtree(self.prometheus_data, ignore_errors=True)
+        try:
+            self._start_exporter(base_load)
+            self._start_prometheus(binary, scrape_interval or self.options.scrape_interval)
+            self._wait_for_metrics(nodes, timeout)
+        except BaseException:
+            self.stop_load_metrics()
+            raise
+
+    def stop_load_metrics(self) -> list[str]:
+        """Stop Prometheus and the load exporter (whichever runs) and drop Prometheus' data; the
+        rest of the cluster keeps running. Returns what was stopped."""
+        stopped = []
+        for name in (PROMETHEUS, LOAD_EXPORTER):
+            record = self.records.pop(name, None)
+            if record is not None and processes.is_running(record):
+                processes.stop(record)
+                stopped.append(name)
+            child = self._children.pop(name, None)
+            if child is not None:
+                if child.poll() is None:  # pragma: no cover - stop() has already ended it
+                    child.kill()
+                child.wait()
+        shutil.rmtree(self.prometheus_data, ignore_errors=True)
+        if self.state_file.exists():
+            self._save_state()
+        return stopped
 
     # -- conveniences for tests, the demo and the CLI ----------------------------------
     def api(self, qps: float = 0, burst: int = 0) -> ApiClient:

@@ -56,10 +56,9 @@ class Diagnosis:
 
     def distinct_statuses(self) -> list[tuple[Status, int]]:
         """Each distinct Status object of ``node_statuses`` and on how many nodes (nodes share them)."""
-        by_identity: dict[int, Status] = {}
-        for status in self.node_statuses.values():
-            by_identity.setdefault(id(status), status)
-        tally = Counter(map(id, self.node_statuses.values()))
+        statuses = self.node_statuses.values()
+        by_identity = dict(zip(map(id, statuses), statuses, strict=True))
+        tally = Counter(map(id, statuses))
         return [(status, tally[key]) for key, status in by_identity.items()]
 
     def reason_counts(self) -> Counter[str]:

@@ -9,7 +9,7 @@ priority would make it fit, following pkg/scheduler/framework/preemption/preempt
    might help; UnschedulableAndUnresolvable ones never can), dry-run from a random offset
    until there is a candidate that violates no PodDisruptionBudget and enough candidates
    in all (``DefaultPreemptionArgs``). Each dry run asks the plugin for the fewest victims
-   on the node (``select_victims_on_node``).
+   on the node (``select_victims_on_nodes``, many nodes at a time).
 3. The best candidate, by kube-scheduler's order (``pick_one_node``): fewest PDB
    violations, lowest highest-victim priority, smallest sum of priorities, fewest victims,
    latest start of the highest-priority victims, then the first.
@@ -27,12 +27,14 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import functools
 import logging
 import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+import numpy as np
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from secondary_scheduler.framework.diagnosis import Diagnosis
@@ -57,6 +59,8 @@ WAITING_FOR_PREEMPTION = "waiting for the preemption for this pod to be finished
 DISRUPTION_TARGET = "DisruptionTarget"
 PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
 PREEMPTED = "Preempted"
+_MIN_CHUNK = 32
+"""The fewest nodes the dry run hands a plugin at once (below this, vectorising gains little)."""
 _PRIORITY_OFFSET = 2**31
 """Added to each priority before summing, so negative priorities do not favour more victims."""
 
@@ -69,6 +73,16 @@ class Candidate:
     victims: tuple[PodInfo, ...]
     """Most important first (the order pick_one_node relies on)."""
     pdb_violations: int
+
+
+@dataclass(frozen=True)
+class Victims:
+    """What preemption would evict on one node so that the pod fits there."""
+
+    pods: list[PodInfo]
+    """Most important first; empty when ``status`` says why the node cannot be a candidate."""
+    pdb_violations: int
+    status: Status
 
 
 @dataclass(frozen=True)
@@ -108,6 +122,8 @@ def split_by_pdb_violation(
     list keeps its order in both groups); a pod the budget already counts as disrupted
     spends nothing (filterPodsWithPDBViolation).
     """
+    if not budgets:
+        return [], list(pods)
     allowed = [budget.disruptions_allowed for budget in budgets]
     violating: list[PodInfo] = []
     non_violating: list[PodInfo] = []
@@ -127,12 +143,17 @@ def split_by_pdb_violation(
 def start_time(pod: PodInfo, now: float) -> float:
     """``status.startTime`` in Unix seconds; ``now`` for pods not started (GetPodStartTime)."""
     raw = (pod.obj.get("status") or {}).get("startTime")
-    if not raw:
-        return now
+    parsed = _timestamp(str(raw)) if raw else None
+    return now if parsed is None else parsed
+
+
+@functools.lru_cache(maxsize=4096)
+def _timestamp(raw: str) -> float | None:
+    """An RFC 3339 time in Unix seconds, None if it is not one (cached: a dry run sorts hundreds)."""
     try:
-        return datetime.datetime.fromisoformat(str(raw)).timestamp()
+        return datetime.datetime.fromisoformat(raw).timestamp()
     except ValueError:
-        return now
+        return None
 
 
 def importance(pod: PodInfo, now: float) -> tuple[int, float]:
@@ -180,6 +201,23 @@ def terminating_by_preemption(pod: PodInfo) -> bool:
     return False
 
 
+def _unschedulable_slots(table: NodeTable, diagnosis: Diagnosis) -> list[int]:
+    """The nodes where removing pods might help (status Unschedulable), in the table's node order."""
+    unschedulable = Code.UNSCHEDULABLE
+    statuses = diagnosis.node_statuses
+    absent = diagnosis.absent_status
+    if absent is not None and absent.code == unschedulable:  # every node not evaluated counts
+        wanted = np.ones(table.capacity, dtype=np.bool_)
+        others = [name for name, status in statuses.items() if status.code != unschedulable]
+        wanted[table.slots_of(others)] = False
+    else:
+        wanted = np.zeros(table.capacity, dtype=np.bool_)
+        chosen = [name for name, status in statuses.items() if status.code == unschedulable]
+        wanted[table.slots_of(chosen)] = True
+    order = table.node_order()
+    return order[wanted[order]].tolist()
+
+
 class PreemptionInterface(Protocol):
     """What a preemption plugin decides; the Evaluator does the rest (upstream's preemption.Interface)."""
 
@@ -193,11 +231,18 @@ class PreemptionInterface(Protocol):
         """Whether ``pod`` may preempt now; if not, the reason (the PostFilter message)."""
         ...
 
-    def select_victims_on_node(
-        self, state: CycleState, pod: PodInfo, table: NodeTable, slot: int, budgets: Sequence[Budget]
-    ) -> tuple[list[PodInfo], int, Status]:
-        """The fewest pods to evict from the node so that ``pod`` fits, and how many break a PDB.
+    def select_victims_on_nodes(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        table: NodeTable,
+        slots: Sequence[int],
+        budgets: Sequence[Budget],
+    ) -> list[Victims]:
+        """Per node in ``slots``, in order: the fewest pods to evict so that ``pod`` fits there.
 
+        Each node is judged alone, as if the others were untouched (upstream's SelectVictimsOnNode
+        on a copy of one node); asking for many nodes at once lets a plugin filter them together.
         ``state`` is the cycle's (PreFilter's output for the table before the dry run).
         """
         ...
@@ -286,13 +331,7 @@ class Evaluator:
         self, state: CycleState, pod: PodInfo, table: NodeTable, diagnosis: Diagnosis
     ) -> tuple[list[Candidate], dict[str, Status], list[str]]:
         """Dry-run preemption on the nodes where it might help (findCandidates)."""
-        potential: list[int] = []
-        if any(status.code == Code.UNSCHEDULABLE for status, _nodes in diagnosis.distinct_statuses()):
-            potential = [
-                slot
-                for slot in table.node_order().tolist()
-                if diagnosis.status_of(table.names[slot]).code == Code.UNSCHEDULABLE
-            ]
+        potential = _unschedulable_slots(table, diagnosis)
         if not potential:
             return [], {}, []
         budgets = [Budget.parse(obj) for obj in self.budgets]
@@ -312,31 +351,47 @@ class Evaluator:
         """Candidates from ``offset`` on (those violating no PDB first), and the other nodes' statuses.
 
         Stops once there is a candidate without PDB violations and ``wanted`` in all, as
-        DryRunPreemption (which upstream runs in parallel; here in order).
+        DryRunPreemption (which upstream runs on 16 goroutines; here in chunks of nodes the
+        plugin may judge together, the candidates taken in node order as a sequential run
+        would find them).
         """
         non_violating: list[Candidate] = []
         violating: list[Candidate] = []
         statuses: dict[str, Status] = {}
         errors: list[str] = []
-        for index in range(len(potential)):
-            slot = potential[(offset + index) % len(potential)]
-            node = table.names[slot]
-            victims, violations, status = self.interface.select_victims_on_node(
-                state, pod, table, slot, budgets
-            )
-            if status.is_success and victims:
-                group = non_violating if violations == 0 else violating
-                if len(group) < wanted:
-                    group.append(Candidate(node, tuple(victims), violations))
-                if non_violating and len(non_violating) + len(violating) >= wanted:
-                    break
-                continue
-            if status.is_success:
-                status = Status.error(f'expected at least one victim pod on node "{node}"')
-            if status.code == Code.ERROR:
-                errors.append(status.message)
-            statuses[node] = status
+        ordered = [*potential[offset % len(potential) :], *potential[: offset % len(potential)]]
+        done = 0
+        while done < len(ordered):
+            chunk = ordered[done : done + self._chunk_size(done, len(non_violating) + len(violating), wanted)]
+            done += len(chunk)
+            results = self.interface.select_victims_on_nodes(state, pod, table, chunk, budgets)
+            for slot, result in zip(chunk, results, strict=True):
+                node = table.names[slot]
+                status = result.status
+                if status.is_success and result.pods:
+                    group = non_violating if result.pdb_violations == 0 else violating
+                    if len(group) < wanted:
+                        group.append(Candidate(node, tuple(result.pods), result.pdb_violations))
+                    if non_violating and len(non_violating) + len(violating) >= wanted:
+                        return non_violating + violating, statuses, errors
+                    continue
+                if status.is_success:
+                    status = Status.error(f'expected at least one victim pod on node "{node}"')
+                if status.code == Code.ERROR:
+                    errors.append(status.message)
+                statuses[node] = status
         return non_violating + violating, statuses, errors
+
+    @staticmethod
+    def _chunk_size(tried: int, found: int, wanted: int) -> int:
+        """How many nodes to judge next: as many as still wanted if each yields a candidate, more
+        when fewer did so far; never fewer than a minimum that keeps vectorising worthwhile."""
+        missing = max(wanted - found, 1)
+        if tried and found:
+            missing = -(-missing * tried // found)
+        elif tried:
+            missing = 2 * tried
+        return max(missing, _MIN_CHUNK)
 
     def select_candidate(self, candidates: Sequence[Candidate]) -> Candidate | None:
         if not candidates:

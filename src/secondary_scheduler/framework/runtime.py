@@ -21,7 +21,7 @@ import asyncio
 import functools
 import logging
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -498,34 +498,49 @@ class Framework:
         nominated = self._nominated_on(pod, table, table.names[slot])
         return self._filter_node(state, pod, table, slot, nominated, reads)
 
-    def _nominated_pods_by_slot(self, pod: PodInfo, table: NodeTable) -> dict[int, list[PodInfo]]:
-        """Slot -> the pods nominated there that ``pod`` must leave room for (see ``_nominated_on``)."""
-        nominator = self.handle.nominator
-        if not len(nominator):
+    def _nominated_pods_by_slot(
+        self, pod: PodInfo, table: NodeTable, slots: Sequence[int] | None = None
+    ) -> dict[int, list[PodInfo]]:
+        """Slot -> the pods nominated there that ``pod`` must leave room for (see ``_nominated_on``),
+        over every node or only over ``slots``, whichever of those and the nominated nodes is fewer."""
+        by_node = self.handle.nominator.by_node()
+        if not by_node:
             return {}
+        places: Iterable[tuple[int | None, Mapping[str, PodInfo] | None]]
+        if slots is None or len(slots) >= len(by_node):
+            places = ((table.slot_of(node), pods) for node, pods in by_node.items())
+            wanted = None if slots is None else set(slots)
+        else:
+            places = ((slot, by_node.get(table.names[slot])) for slot in slots)
+            wanted = None
         by_slot: dict[int, list[PodInfo]] = {}
-        for node in nominator.by_node():
-            slot = table.slot_of(node)
-            if slot is None:
+        for slot, pods in places:
+            if slot is None or not pods or (wanted is not None and slot not in wanted):
                 continue
-            kept = self._nominated_on(pod, table, node)
+            kept = self._kept_nominated(pod, table, pods.values())
             if kept:
                 by_slot[slot] = kept
         return by_slot
 
     def _nominated_on(self, pod: PodInfo, table: NodeTable, node: str) -> list[PodInfo]:
-        """The pods nominated to ``node`` that ``pod`` must leave room for.
+        """The pods nominated to ``node`` that ``pod`` must leave room for (see ``_kept_nominated``)."""
+        return self._kept_nominated(pod, table, self.handle.nominator.by_node().get(node, {}).values())
+
+    @staticmethod
+    def _kept_nominated(pod: PodInfo, table: NodeTable, nominated: Iterable[PodInfo]) -> list[PodInfo]:
+        """Of the pods nominated to a node, those ``pod`` must leave room for.
 
         Those of equal or higher priority, except ``pod`` itself and pods the table already
         counts (assumed or bound since: counting them twice would reject good nodes).
         """
+        priority, uid, key, placed = pod.priority, pod.uid, pod.key, table.node_of_pod
         return [
             other
-            for other in self.handle.nominator.pods_on(node)
-            if other.priority >= pod.priority
-            and other.uid != pod.uid
-            and other.key != pod.key
-            and table.node_of_pod(other.key) is None
+            for other in nominated
+            if other.priority >= priority
+            and other.uid != uid
+            and other.key != key
+            and placed(other.key) is None
         ]
 
     def _with_nominated_pods(
@@ -562,26 +577,59 @@ class Framework:
             if not status.is_success:
                 overrides[position] = status
         if together:
-            for slot, status in self._filter_together(state, pod, table, together).items():
+            slots = np.fromiter(together, dtype=np.intp, count=len(together))
+            for slot, status in self._filter_together(state, pod, table, slots, together).items():
                 overrides[int(position_of[slot])] = status
         return overrides
 
-    def _filter_together(
-        self, state: CycleState, pod: PodInfo, table: NodeTable, pods_by_slot: Mapping[int, list[PodInfo]]
+    def run_filters_on_nodes(
+        self, pod: PodInfo, table: NodeTable, slots: Sequence[int], state: CycleState, reads: PodPredicate
     ) -> dict[int, Status]:
-        """Slot -> status of the nodes that do not fit with their pods added, all filtered in one pass."""
-        added: list[PodInfo] = []
+        """Slot -> status of each node in ``slots`` that ``pod`` does not fit as the table is now.
+
+        ``run_filters_with_nominated_pods`` for many nodes at once (preemption's dry run asks
+        hundreds): ``state`` must hold for the table as it is now, ``reads`` says which pods
+        PreFilter reads. Nodes whose nominated pods PreFilter reads are filtered one by one;
+        the others together, once with their nominated pods and once without (upstream's two
+        passes), each node's filters seeing only its own pods.
+        """
+        nominated = self._nominated_pods_by_slot(pod, table, slots)
+        statuses: dict[int, Status] = {}
+        together: dict[int, list[PodInfo]] = {}
+        for slot in slots:
+            pods = nominated.get(slot)
+            if not pods:
+                continue
+            if any(map(reads, pods)):
+                status = self._filter_node(state, pod, table, slot, pods, reads)
+                if not status.is_success:
+                    statuses[slot] = status
+            else:
+                together[slot] = pods
+        if together:
+            with_pods = np.fromiter(together, dtype=np.intp, count=len(together))
+            statuses.update(self._filter_together(state, pod, table, with_pods, together))
+        rest = np.fromiter((slot for slot in slots if slot not in statuses), dtype=np.intp)
+        if len(rest):
+            statuses.update(self._filter_together(state, pod, table, rest))
+        return statuses
+
+    def _filter_together(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        table: NodeTable,
+        slots: Slots,
+        pods_by_slot: Mapping[int, Sequence[PodInfo]] | None = None,
+    ) -> dict[int, Status]:
+        """Slot -> status of the nodes that do not fit (with their ``pods_by_slot`` added), in one pass."""
+        added = [(other, table.names[slot]) for slot, pods in (pods_by_slot or {}).items() for other in pods]
         try:
-            for slot, pods in pods_by_slot.items():
-                for other in pods:
-                    table.add_pod(other, table.names[slot])
-                    added.append(other)
-            slots = np.fromiter(pods_by_slot, dtype=np.intp, count=len(pods_by_slot))
+            table.add_pods(added)
             rejected_by, unresolvable, rejections = self._filter_pass(state, pod, table, slots)
             diagnosis = self._diagnosis(table, slots, rejected_by, unresolvable, rejections, {})
         finally:
-            for other in reversed(added):
-                table.remove_pod(other.key)
+            table.remove_pods(other.key for other, _node in added if table.node_of_pod(other.key) is not None)
         return {
             int(slot): diagnosis.node_statuses[table.names[slot]] for slot in slots[rejected_by >= 0].tolist()
         }
@@ -701,15 +749,16 @@ class Framework:
                 Status.unschedulable(*reasons, unresolvable=bool(is_unresolvable)).with_plugin(plugin)
             )
             diagnosis.unschedulable_plugins.add(plugin)
-        statuses: list[Status] = []
-        for index, position in zip(inverse.ravel().tolist(), positions.tolist(), strict=True):
-            found = shared[index]
-            if found is None:
-                found = overrides[position]
+        inverse = inverse.ravel()
+        statuses: list[Status | None] = list(map(shared.__getitem__, inverse.tolist()))
+        if None in shared:  # nodes rejected with their nominated pods: a status of their own
+            unshared = np.fromiter((status is None for status in shared), dtype=np.bool_, count=len(shared))
+            missing = np.flatnonzero(unshared[inverse])
+            for index, position in zip(missing.tolist(), positions[missing].tolist(), strict=True):
+                statuses[index] = found = overrides[position]
                 diagnosis.unschedulable_plugins.add(found.plugin)
-            statuses.append(found)
-        names = [table.names[slot] for slot in candidates[positions].tolist()]
-        diagnosis.node_statuses = dict(zip(names, statuses, strict=True))
+        names = map(table.names.__getitem__, candidates[positions].tolist())
+        diagnosis.node_statuses = dict(zip(names, statuses, strict=True))  # type: ignore[arg-type]  # None filled
         return diagnosis
 
     def _unschedulable(

@@ -31,7 +31,10 @@ http_log = logging.getLogger(HTTP_LOGGER)
 
 JSON = dict[str, Any]
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
-MAX_CONNECTIONS = 200  # HTTP/1.1: one per request in flight, and one per open watch
+MAX_REQUEST_CONNECTIONS = 32
+"""HTTP/1.1 connections for requests (watches have their own): more requests in flight wait for
+one. client-go multiplexes everything over one HTTP/2 connection; a burst of binds opening a
+connection each would spend more on TLS handshakes (ours and the API server's) than it gains."""
 TOKEN_FILE_REREAD_SECONDS = 60.0
 """How long a token read from a file is reused (client-go's cached file token source: a minute)."""
 
@@ -168,11 +171,19 @@ class ApiClient:
         self.limiter = TokenBucket(qps, burst)
         self.max_retry_seconds = max_retry_seconds
         self._server = connection.server.rstrip("/")
+        tls = connection.ssl_context() if self._server.startswith("https:") else None
+        headers = {"User-Agent": user_agent, "Accept": "application/json"}
         self._http = LazySession(
-            tls=connection.ssl_context() if self._server.startswith("https:") else None,
+            tls=tls,
             timeout=aiohttp.ClientTimeout(total=timeout, connect=10.0),
-            max_connections=MAX_CONNECTIONS,
-            headers={"User-Agent": user_agent, "Accept": "application/json"},
+            max_connections=MAX_REQUEST_CONNECTIONS,
+            headers=headers,
+        )
+        self._watch_http = LazySession(
+            tls=tls,
+            timeout=aiohttp.ClientTimeout(total=None, connect=10.0, sock_read=None),
+            max_connections=0,  # one per open watch, however many informers there are
+            headers=headers,
         )
         self._token = connection.token
         self._token_read_at = -math.inf
@@ -187,6 +198,7 @@ class ApiClient:
 
     async def close(self) -> None:
         await self._http.close()
+        await self._watch_http.close()
 
     def _headers(self, content_type: str | None = None) -> dict[str, str]:
         """Authorization and the body's type for one request."""
@@ -309,13 +321,9 @@ class ApiClient:
         connection fails or drops mid-stream (the caller resumes from its resourceVersion).
         """
         await self.limiter.take()
-        no_read_limit = aiohttp.ClientTimeout(total=None, connect=10.0, sock_read=None)
         try:
-            async with self._http().get(
-                self._server + path,
-                params=_query({**params, "watch": "true"}),
-                headers=self._headers(),
-                timeout=no_read_limit,
+            async with self._watch_http().get(
+                self._server + path, params=_query({**params, "watch": "true"}), headers=self._headers()
             ) as response:
                 if response.status >= 400:
                     raise _error(response.status, response.reason or "", await response.read())

@@ -175,3 +175,52 @@ def test_nodes_are_visited_zone_by_zone_round_robin() -> None:
     table.remove_node("b1")
     table.update_node(make_node("a1", labels={"topology.kubernetes.io/zone": "c"}))
     assert [table.names[slot] for slot in table.node_order()] == ["a2", "c1", "none", "a3", "c2", "a1"]
+
+
+def test_many_pods_moved_at_once_count_as_moved_one_by_one() -> None:
+    """add_pods/remove_pods (preemption's dry run) leave the table as add_pod/remove_pod would,
+    with several pods on one node, a pod for an unknown node, and a resource first seen late."""
+    nodes = [make_node("a"), make_node("b"), make_node("c", allocatable={"example.com/gpu": 2})]
+    pods = [
+        pod_info("p1", requests={"cpu": "1", "memory": "1Gi"}),
+        pod_info("p2", requests={"cpu": "500m"}),
+        pod_info("p3"),  # no requests: counted with the non-zero defaults
+        pod_info("p4", requests={"cpu": "2", "example.com/gpu": 1, "example.com/fpga": 1}),
+    ]
+    where = ["a", "a", "b", "elsewhere"]
+    one_by_one = NodeTable.from_objects(nodes)
+    at_once = NodeTable.from_objects(nodes)
+    for pod, node in zip(pods, where, strict=True):
+        one_by_one.add_pod(pod, node)
+    at_once.add_pods(zip(pods, where, strict=True))
+
+    def same() -> None:
+        assert at_once.requested.shape == one_by_one.requested.shape
+        for name in ("requested", "non_zero_requested", "pod_count"):
+            assert np.array_equal(getattr(at_once, name), getattr(one_by_one, name)), name
+        assert [dict(pods) for pods in at_once.pods] == [dict(pods) for pods in one_by_one.pods]
+        assert [at_once.node_of_pod(pod.key) for pod in pods] == [
+            one_by_one.node_of_pod(pod.key) for pod in pods
+        ]
+
+    same()
+    keys = [pods[0].key, pods[3].key, "default/never-added"]
+    for key in keys:
+        one_by_one.remove_pod(key)
+    at_once.remove_pods(keys)
+    same()
+    one_by_one.add_pod(pods[2], "a")  # added again elsewhere: replaces the earlier add
+    at_once.add_pods([(pods[2], "a")])
+    same()
+
+
+def test_a_nodes_pod_order_comes_back_after_a_dry_run() -> None:
+    table = NodeTable.from_objects(
+        [make_node("a")], [make_pod(f"p{index}", node_name="a") for index in range(4)]
+    )
+    with table.pod_order_kept([0]):
+        table.remove_pods(["default/p0", "default/p2"])
+        table.add_pods(
+            [(table_pod, "a") for table_pod in (pod_info("p2", node_name="a"), pod_info("p0", node_name="a"))]
+        )
+    assert list(table.pods[0]) == [f"default/p{index}" for index in range(4)]

@@ -22,10 +22,10 @@ from secondary_scheduler.config.plugin_catalog import CATALOG
 from secondary_scheduler.framework import CycleState, Framework, Handle, NodeTable, PodInfo, ScheduleResult
 from secondary_scheduler.framework.informers import POD_DISRUPTION_BUDGETS
 from secondary_scheduler.framework.nominator import Nominator
-from secondary_scheduler.framework.preemption import Candidate, pick_one_node
+from secondary_scheduler.framework.preemption import Budget, Candidate, Victims, pick_one_node
 from secondary_scheduler.framework.status import Code
 from secondary_scheduler.plugins.defaultpreemption import DefaultPreemption, DefaultPreemptionArgs
-from secondary_scheduler.plugins.defaultpreemption.plugin import PreemptionNote
+from secondary_scheduler.plugins.defaultpreemption.plugin import PRE_FILTER_PASSED, PreemptionNote
 
 JSON = dict[str, Any]
 OLD = "2020-01-01T00:00:00Z"
@@ -578,3 +578,109 @@ def test_a_victim_whose_anti_affinity_rejects_the_pod_is_preempted() -> None:
     result = cluster.schedule(pending("preemptor", labels={"app": "crowd"}))
     assert result.nominated_node == "a"
     assert cluster.victims() == ["loner"]  # the bystander is reprieved: it was never in the way
+
+
+# -- many nodes judged together -----------------------------------------------------------------
+
+
+def random_cluster(rng: random.Random, num_nodes: int) -> Cluster:
+    """Nodes holding pods of mixed priorities, sizes, start times and budgets, some with nominations."""
+    nodes = []
+    pods = []
+    for index in range(num_nodes):
+        cpu = rng.choice((4000, 6000))
+        nodes.append(make_node(f"n{index}", cpu=f"{cpu}m", pods=rng.choice((4, 110))))
+        used = rng.choice((0, 1000, 2000))  # free room left: about this much
+        number = 0
+        while used < cpu - 500:
+            request = rng.choice((500, 1000, 2000))
+            used += request
+            pod = running(
+                f"p{index}-{number}",
+                f"n{index}",
+                cpu=f"{request}m",
+                priority=rng.choice((0, 10, 10, 50, 200)),
+                started=rng.choice((OLD, "2021-06-01T00:00:00Z", None)),
+                labels={"app": rng.choice(("x", "y", "z"))},
+            )
+            pods.append(pod)
+            number += 1
+    budgets = [pdb("x", "x", allowed=rng.randrange(0, 3)), pdb("y", "y", allowed=0, disrupted=["p0-0"])]
+    cluster = Cluster(nodes, pods, budgets=budgets)
+    for number in range(rng.randrange(0, 6)):
+        nominated = pending(f"nominated-{number}", cpu=rng.choice(("1", "3")), priority=rng.choice((50, 150)))
+        cluster.nominator.add(nominated, f"n{rng.randrange(num_nodes)}")
+    return cluster
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_nodes_judged_together_get_the_victims_each_gets_alone(seed: int) -> None:
+    """The vectorised dry run (PreFilter's output reused, every node in one filter pass per step)
+    picks, on every node, the victims and PDB violations of the node-by-node run that runs
+    PreFilter again after each move, and leaves the table as it was."""
+    rng = random.Random(seed)
+    cluster = random_cluster(rng, 12)
+    plugin = cluster.plugin
+    preemptor = pending("preemptor", cpu=rng.choice(("3", "4", "5")), priority=100)
+    asked: list[CycleState] = []
+    original = plugin.select_victims_on_nodes
+
+    def recording(state: CycleState, *args: Any) -> Any:
+        asked.append(state)
+        return original(state, *args)
+
+    plugin.select_victims_on_nodes = recording  # type: ignore[method-assign]
+    cluster.schedule(preemptor)
+    plugin.select_victims_on_nodes = original  # type: ignore[method-assign]
+    if not asked:
+        return  # the pod fits somewhere, or no node is worth a dry run
+    table = cluster.table
+    slots = [int(slot) for slot in table.node_order()]
+    budgets = [Budget.parse(obj) for obj in cluster.handle.informer(POD_DISRUPTION_BUDGETS)]
+    before = (table.requested.copy(), table.non_zero_requested.copy(), table.pod_count.copy())
+    orders = [list(table.pods[slot]) for slot in slots]
+    together = plugin.select_victims_on_nodes(asked[0], preemptor, table, slots, budgets)
+    alone_state = CycleState()
+    alone_state.write(PRE_FILTER_PASSED, False)  # PreFilter runs again on every move
+    alone = plugin.select_victims_on_nodes(alone_state, preemptor, table, slots, budgets)
+
+    def shown(victims: Victims) -> tuple[list[str], int, Code, str]:
+        return (
+            [pod.name for pod in victims.pods],
+            victims.pdb_violations,
+            victims.status.code,
+            victims.status.message,
+        )
+
+    assert [shown(item) for item in together] == [shown(item) for item in alone]
+    assert np.array_equal(table.requested, before[0])
+    assert np.array_equal(table.non_zero_requested, before[1])
+    assert np.array_equal(table.pod_count, before[2])
+    assert [list(table.pods[slot]) for slot in slots] == orders  # ties among victims follow it
+
+
+def test_the_dry_run_in_chunks_finds_the_candidates_a_node_by_node_run_finds() -> None:
+    """With 300 nodes and 100 candidates wanted, the dry run judges nodes in chunks yet keeps the
+    first 100 from the offset, as a sequential run would."""
+    nodes = [make_node(f"n{index}", cpu="4") for index in range(300)]
+    pods = [running(f"on-{index}", f"n{index}", cpu="3", priority=index % 7) for index in range(300)]
+    cluster = Cluster(nodes, pods)
+    cluster.plugin.rng = FixedOffset(250)
+    seen: list[int] = []
+    original = cluster.plugin.select_victims_on_nodes
+
+    def recording(
+        state: CycleState, pod: PodInfo, table: NodeTable, slots: Sequence[int], budgets: Any
+    ) -> Any:
+        seen.extend(slots)
+        return original(state, pod, table, slots, budgets)
+
+    cluster.plugin.select_victims_on_nodes = recording  # type: ignore[method-assign]
+    result = cluster.schedule(pending("preemptor", cpu="2"))
+    order = cluster.table.node_order().tolist()
+    expected = [order[(250 + index) % 300] for index in range(100)]
+    assert seen[:100] == expected
+    # The lowest-priority victim among those 100 nodes wins (ties: the first in dry-run order).
+    names = [cluster.table.names[slot] for slot in expected]
+    lowest = min(names, key=lambda name: (int(name[1:]) % 7, names.index(name)))
+    assert result.nominated_node == lowest

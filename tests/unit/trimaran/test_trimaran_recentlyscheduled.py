@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import pytest
 
 from secondary_scheduler.framework import CycleState, Handle, NodeTable, PodInfo
 from secondary_scheduler.framework.args import validated_args
+from secondary_scheduler.plugins.trimaran import recentlyscheduled
 from secondary_scheduler.plugins.trimaran.notes import read_note
 from secondary_scheduler.plugins.trimaran.providers.static import StaticProvider
 from secondary_scheduler.plugins.trimaran.recentlyscheduled import RecentlyScheduled
@@ -163,3 +166,50 @@ async def test_after_a_restart_existing_pods_are_not_counted_twice_unless_in_par
         await services.stop()
     # ours: 30 % + 150m -> 37.5 % -> 96; upstream: + 1500m more -> 112.5 % -> 0.
     assert results == {False: [96], True: [0]}
+
+
+@pytest.mark.parametrize("parity", [False, True])
+async def test_sums_kept_between_cycles_equal_sums_made_afresh(
+    make_node: Callable[..., dict[str, Any]],
+    make_snapshot: MakeSnapshot,
+    monkeypatch: pytest.MonkeyPatch,
+    parity: bool,
+) -> None:
+    """TargetLoadPacking keeps each node's missing CPU between cycles and updates the nodes whose
+    recent pods changed; after every change its scores and notes are those of a plugin that has
+    just started (binds, informer sightings, deletions, the 5-minute clean-up, a short change log)."""
+    monkeypatch.setattr(recentlyscheduled, "_LOG_LIMIT", 16)
+    rng = random.Random(5)
+    names = [f"node-{index}" for index in range(8)]
+    nodes = [make_node(name, cpu="4") for name in names]
+    snapshot = make_snapshot(
+        {name: [("CPU", "Latest", 10 * index)] for index, name in enumerate(names)}, window_end=END
+    )
+    clock = Clock(END + 5)
+    kept, services = _tlp(snapshot, clock, parity=parity)
+    await services.start()
+    table = NodeTable.from_objects(nodes)
+    placed: list[dict[str, Any]] = []
+    for step in range(300):
+        action = rng.random()
+        if action < 0.5 or not placed:
+            new = pod(f"p{step}", rng.choice(names), cpu=rng.choice(("100m", "1", "2")))
+            if rng.random() < 0.5:
+                services.recently_scheduled.record(
+                    new, new["spec"]["nodeName"], timestamp=clock.now - rng.choice((0, 30, 90))
+                )
+            else:
+                services.recently_scheduled.observe(new)
+            placed.append(new)
+        elif action < 0.8:
+            services.recently_scheduled.forget(placed.pop(rng.randrange(len(placed))))
+        else:
+            clock.now += rng.choice((10, 100, 400))
+        fresh = TargetLoadPacking(kept.args, kept.handle)
+        pending = pod("pending", cpu="500m")
+        assert _scores(kept, table, pending)[0] == _scores(fresh, table, pending)[0]
+        kept_note = read_note(_scores(kept, table, pending)[1], "TargetLoadPacking")
+        fresh_note = read_note(_scores(fresh, table, pending)[1], "TargetLoadPacking")
+        assert kept_note is not None and fresh_note is not None
+        assert kept_note.recent == fresh_note.recent
+    await services.stop()

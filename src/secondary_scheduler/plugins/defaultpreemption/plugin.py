@@ -7,7 +7,7 @@ The plugin decides what kube-scheduler's DefaultPreemption decides; the shared
   victims on its nominated node are still terminating (unless that node is now ruled out
   for reasons preemption cannot fix);
 - who may be a victim: pods of strictly lower priority;
-- the victims on a node (``select_victims_on_node``): remove every possible victim; if the
+- the victims on a node (``select_victims_on_nodes``): remove every possible victim; if the
   pod then fits, put them back one by one, most important first, those whose eviction
   would break a PodDisruptionBudget before the others, keeping each one the pod still
   fits with. Whoever cannot be put back is a victim.
@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import ClassVar
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, ClassVar
 
 from secondary_scheduler.framework.diagnosis import Diagnosis
 from secondary_scheduler.framework.events import ClusterEventWithHint
@@ -39,6 +39,7 @@ from secondary_scheduler.framework.preemption import (
     Budget,
     Candidate,
     Evaluator,
+    Victims,
     default_offset,
     importance,
     split_by_pdb_violation,
@@ -47,11 +48,15 @@ from secondary_scheduler.framework.preemption import (
 from secondary_scheduler.framework.status import SUCCESS, Code, Status
 from secondary_scheduler.plugins.defaultpreemption.args import DefaultPreemptionArgs
 
+if TYPE_CHECKING:
+    from secondary_scheduler.framework.runtime import Framework
+
 NO_VICTIMS = "No preemption victims found for incoming pod"
 NOT_ELIGIBLE_NEVER = "not eligible due to preemptionPolicy=Never."
 NOT_ELIGIBLE_TERMINATING = "not eligible due to a terminating pod on the nominated node."
 PREEMPT_NEVER = "Never"
-_PRE_FILTER_PASSED = "DefaultPreemption/preFilterPassed"
+PRE_FILTER_PASSED = "DefaultPreemption/preFilterPassed"
+"""CycleState key: whether this cycle's PreFilter output is whole (the dry run may reuse it)."""
 
 
 @dataclass(frozen=True)
@@ -95,7 +100,7 @@ class DefaultPreemption(PostFilterPlugin):
         self, state: CycleState, pod: PodInfo, table: NodeTable, diagnosis: Diagnosis
     ) -> PostFilterResult:
         # A PreFilter rejection leaves the cycle's state unfinished: the dry run cannot reuse it.
-        state.write(_PRE_FILTER_PASSED, not diagnosis.pre_filter_message)
+        state.write(PRE_FILTER_PASSED, not diagnosis.pre_filter_message)
         try:
             preemption = self.evaluator.preempt(state, pod, table, diagnosis)
         finally:
@@ -135,22 +140,55 @@ class DefaultPreemption(PostFilterPlugin):
         """Whether ``preemptor`` may evict ``victim``: only pods of lower priority (isPreemptionAllowed)."""
         return victim.priority < preemptor.priority
 
-    def select_victims_on_node(
-        self, state: CycleState, pod: PodInfo, table: NodeTable, slot: int, budgets: Sequence[Budget]
-    ) -> tuple[list[PodInfo], int, Status]:
+    def select_victims_on_nodes(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        table: NodeTable,
+        slots: Sequence[int],
+        budgets: Sequence[Budget],
+    ) -> list[Victims]:
         framework = self.handle.framework
         if framework is None:
-            return [], 0, Status.error(f"{self.name}: the handle is not bound to a profile")
-        node = table.names[slot]
-        potential = [other for other in table.pods[slot].values() if self.may_preempt(other, pod)]
-        if not potential:
-            return [], 0, Status.unschedulable(NO_VICTIMS, unresolvable=True)
-        # The cycle's PreFilter output holds as long as no pod PreFilter reads is off the table.
+            error = Victims([], 0, Status.error(f"{self.name}: the handle is not bound to a profile"))
+            return [error] * len(slots)
         reads = self._reads.get(pod.uid)
-        if reads is None:  # once per preemption: the dry run asks for every node
+        if reads is None:  # once per preemption: the dry run asks in several chunks
             reads = self._reads[pod.uid] = framework.pre_filter_reads(pod)
+        # The cycle's PreFilter output holds while no pod PreFilter reads is off the table.
+        base = state if state.read(PRE_FILTER_PASSED, bool) else None
+        results: dict[int, Victims] = {}
+        together: dict[int, list[PodInfo]] = {}
+        for slot in slots:
+            potential = [other for other in table.pods[slot].values() if self.may_preempt(other, pod)]
+            if not potential:
+                results[slot] = Victims([], 0, Status.unschedulable(NO_VICTIMS, unresolvable=True))
+            elif base is not None and not any(map(reads, potential)):
+                together[slot] = potential
+            else:
+                with table.pod_order_kept((slot,)):
+                    results[slot] = self._select_on_node(
+                        framework, base, pod, table, slot, potential, reads, budgets
+                    )
+        if base is not None and together:
+            with table.pod_order_kept(together):
+                results.update(self._select_together(framework, base, pod, table, together, reads, budgets))
+        return [results[slot] for slot in slots]
+
+    def _select_on_node(
+        self,
+        framework: Framework,
+        base: CycleState | None,
+        pod: PodInfo,
+        table: NodeTable,
+        slot: int,
+        potential: list[PodInfo],
+        reads: PodPredicate,
+        budgets: Sequence[Budget],
+    ) -> Victims:
+        """One node's victims, filtering after each move (PreFilter again while a pod it reads is off)."""
+        node = table.names[slot]
         read = {other.key for other in potential if reads(other)}
-        base = state if state.read(_PRE_FILTER_PASSED, bool) else None
         removed_read = 0
 
         def fits() -> bool:
@@ -164,37 +202,116 @@ class DefaultPreemption(PostFilterPlugin):
             current = base if removed_read == 0 else None
             status = framework.run_filters_with_nominated_pods(pod, table, slot, current, reads)
             if not status.is_success:
-                return [], 0, status
-            now = self.handle.wall_clock()
-            potential.sort(key=lambda other: importance(other, now))
-            violating, non_violating = split_by_pdb_violation(potential, budgets)
-            victims: list[PodInfo] = []
-            last = (non_violating or violating)[-1]
-
-            def reprieve(other: PodInfo) -> bool:
-                """Put ``other`` back if the pod still fits with it; else it is a victim."""
-                nonlocal removed_read
-                if other is last and not victims:
-                    # Every other pod is back: with this one too the node is as it was when this
-                    # cycle's filters rejected it, so it stays a victim (no need to filter again).
-                    victims.append(other)
-                    return False
+                return Victims([], 0, status)
+            plan = _Reprieve.of(potential, budgets, self.handle.wall_clock())
+            for other in plan.order:
+                if plan.settled_without_filtering(other):
+                    continue
                 table.add_pod(other, node)
                 removed_read -= other.key in read
-                if fits():
-                    return True
-                table.remove_pod(other.key)
-                removed_read += other.key in read
-                victims.append(other)
-                return False
-
-            violations = sum(not reprieve(other) for other in violating)
-            for other in non_violating:
-                reprieve(other)
-            if violating and non_violating:
-                victims.sort(key=lambda other: importance(other, now))
-            return victims, violations, SUCCESS
+                if not fits():
+                    table.remove_pod(other.key)
+                    removed_read += other.key in read
+                    plan.victims.append(other)
+            return plan.result()
         finally:
             for other in potential:
                 if table.node_of_pod(other.key) is None:
                     table.add_pod(other, node)
+
+    def _select_together(
+        self,
+        framework: Framework,
+        base: CycleState,
+        pod: PodInfo,
+        table: NodeTable,
+        potential_by_slot: dict[int, list[PodInfo]],
+        reads: PodPredicate,
+        budgets: Sequence[Budget],
+    ) -> dict[int, Victims]:
+        """The victims on many nodes whose possible victims PreFilter does not read, found together.
+
+        The same steps as ``_select_on_node``, each one taken on every node at once: all possible
+        victims off, one filter pass; then round by round each node puts back its next pod and
+        one pass over those nodes decides who stays. A node's filters see only its own pods, and
+        PreFilter's output holds throughout (it reads none of the pods moved).
+        """
+        results: dict[int, Victims] = {}
+        try:
+            table.remove_pods(other.key for potential in potential_by_slot.values() for other in potential)
+            rejected = framework.run_filters_on_nodes(pod, table, list(potential_by_slot), base, reads)
+            for slot, status in rejected.items():
+                results[slot] = Victims([], 0, status)
+            now = self.handle.wall_clock()
+            plans = {
+                slot: _Reprieve.of(potential, budgets, now)
+                for slot, potential in potential_by_slot.items()
+                if slot not in rejected
+            }
+            step = 0
+            while plans:
+                trying: dict[int, PodInfo] = {}
+                for slot, plan in list(plans.items()):
+                    if step == len(plan.order):
+                        results[slot] = plan.result()
+                        del plans[slot]
+                        continue
+                    other = plan.order[step]
+                    if not plan.settled_without_filtering(other):
+                        trying[slot] = other
+                if trying:
+                    table.add_pods((other, table.names[slot]) for slot, other in trying.items())
+                    rejected = framework.run_filters_on_nodes(pod, table, list(trying), base, reads)
+                    table.remove_pods(trying[slot].key for slot in rejected)
+                    for slot in rejected:
+                        plans[slot].victims.append(trying[slot])
+                step += 1
+            return results
+        finally:
+            table.add_pods(
+                (other, table.names[slot])
+                for slot, potential in potential_by_slot.items()
+                for other in potential
+                if table.node_of_pod(other.key) is None
+            )
+
+
+@dataclass
+class _Reprieve:
+    """One node's possible victims in the order they are put back, and who could not be.
+
+    Most important first, those whose eviction would break a PodDisruptionBudget before the
+    others; each stays if the pod still fits with it, else it is a victim.
+    """
+
+    order: list[PodInfo]
+    violating: int
+    """How many of ``order``, from its start, would break a budget if evicted."""
+    now: float
+    victims: list[PodInfo] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, potential: list[PodInfo], budgets: Sequence[Budget], now: float) -> _Reprieve:
+        if len(potential) > 1:
+            potential = sorted(potential, key=lambda other: importance(other, now))
+        violating, non_violating = split_by_pdb_violation(potential, budgets)
+        return cls(violating + non_violating, len(violating), now)
+
+    def settled_without_filtering(self, other: PodInfo) -> bool:
+        """The last pod with no victim yet: with it back the node is as this cycle's filters
+        rejected it, so it is a victim without filtering again."""
+        if other is self.order[-1] and not self.victims:
+            self.victims.append(other)
+            return True
+        return False
+
+    def result(self) -> Victims:
+        if self.violating in (0, len(self.order)):  # none or all of the victims break a budget
+            violations = len(self.victims) if self.violating else 0
+        else:
+            violating = set(map(id, self.order[: self.violating]))
+            violations = sum(id(victim) in violating for victim in self.victims)
+        victims = self.victims
+        if 0 < self.violating < len(self.order):
+            victims = sorted(victims, key=lambda other: importance(other, self.now))
+        return Victims(victims, violations, SUCCESS)

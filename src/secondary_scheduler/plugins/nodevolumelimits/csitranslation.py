@@ -67,7 +67,8 @@ BY_NAME: Mapping[str, InTreePlugin] = {plugin.name: plugin for plugin in PLUGINS
 _ALWAYS_MIGRATED = frozenset({AWS_EBS, GCE_PD, AZURE_DISK, CINDER})
 """Plugins whose migration is on for good in 1.34 (their feature gates are locked on)."""
 _MIGRATION_GATED = frozenset({PORTWORX})
-"""CSIMigrationPortworx: GA and locked on in 1.34, but still checked against the node."""
+"""CSIMigrationPortworx: GA and locked on in 1.34, but still checked against the node (only
+Portworx: ``limits_migration_class`` relies on it)."""
 
 _EBS_VOLUME_ID = re.compile(r"^vol-[^/]*$")
 _GCE_ZONAL = "projects/{}/zones/{}/disks/{}"
@@ -99,18 +100,37 @@ def migrated_on_node(plugin: str, csi_node: KubeObject | None) -> bool:
     return csi_node is not None and plugin in _migrated_plugins(csi_node)
 
 
-def migration_on_for_limits(plugin: str, csi_node: KubeObject | None) -> bool:
-    """NodeVolumeLimits' test (its isCSIMigrationOn): a CSINode, and the plugin migrated.
+NO_CSI_NODE = 0
+"""A node's limits migration class (``limits_migration_class``): the node has no CSINode."""
+CSI_NODE = 1
+"""The node has a CSINode that does not list Portworx as migrated."""
+CSI_NODE_PORTWORX = 2
+"""The node has a CSINode listing Portworx (the only gated plugin) as migrated."""
+
+
+def limits_migration_class(csi_node: KubeObject | None) -> int:
+    """All that NodeVolumeLimits' migration test reads of a CSINode, as one of three classes.
+
+    Nodes of one class count every pod's volumes alike, so a pod's volumes are worked out
+    once per class instead of once per node.
+    """
+    if csi_node is None:
+        return NO_CSI_NODE
+    return CSI_NODE_PORTWORX if PORTWORX in _migrated_plugins(csi_node) else CSI_NODE
+
+
+def migration_on_in_class(plugin: str, node_class: int) -> bool:
+    """NodeVolumeLimits' test (its isCSIMigrationOn) on a node of ``node_class``.
 
     Upstream returns early for the plugins whose migration is locked on, without reading
     the node's annotation; only Portworx is checked against it.
     """
-    if csi_node is None or not plugin:
+    if node_class == NO_CSI_NODE or not plugin:
         return False
     if plugin in _ALWAYS_MIGRATED:
         return True
     if plugin in _MIGRATION_GATED:
-        return plugin in _migrated_plugins(csi_node)
+        return node_class == CSI_NODE_PORTWORX
     return False
 
 

@@ -32,6 +32,8 @@ KEEP_SECONDS = 60.0
 """Entries older than this (both stamps) are dropped: upstream's metrics reporting interval."""
 CLEANUP_INTERVAL_SECONDS = 5 * 60.0
 """How often old entries are dropped, as upstream."""
+_LOG_LIMIT = 8192
+"""The change log keeps at most this many changes (readers further behind start over)."""
 
 Pod = Mapping[str, Any]
 
@@ -81,6 +83,11 @@ class RecentlyScheduled:
         self._entries: dict[str, Entry] = {}
         self._by_node: dict[str, dict[str, Entry]] = {}
         self._last_cleanup = clock()
+        self.version = 0
+        """Counts every change, so that readers can keep per-node sums and update only what changed."""
+        self._changes: list[str] = []
+        """The node of each change, from version ``_first_logged`` on (see ``changed_since``)."""
+        self._first_logged = 0
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -129,10 +136,32 @@ class RecentlyScheduled:
 
     def on_nodes(self) -> Iterator[tuple[str, Iterable[Entry]]]:
         """(node, its entries) for every node with entries; drops old entries every 5 minutes first."""
+        self.tidy()
+        return iter([(node, entries.values()) for node, entries in self._by_node.items()])
+
+    def on_node(self, node: str) -> Iterable[Entry]:
+        """The entries of one node (none if it has none)."""
+        return self._by_node.get(node, {}).values()
+
+    def tidy(self) -> None:
+        """Drop old entries if 5 minutes have passed since the last time (upstream's cleanup period)."""
         now = self.clock()
         if now - self._last_cleanup >= CLEANUP_INTERVAL_SECONDS:
             self._cleanup(now)
-        return iter([(node, entries.values()) for node, entries in self._by_node.items()])
+
+    def changed_since(self, version: int) -> set[str] | None:
+        """The nodes whose entries changed after ``version``; None when the log no longer reaches
+        that far back (the reader starts over from ``on_nodes``)."""
+        if version < self._first_logged:
+            return None
+        return set(self._changes[version - self._first_logged :])
+
+    def _changed(self, node: str) -> None:
+        self.version += 1
+        self._changes.append(node)
+        if len(self._changes) > _LOG_LIMIT:  # readers this far behind start over
+            del self._changes[: _LOG_LIMIT // 2]
+            self._first_logged = self.version - len(self._changes)
 
     def _add(self, entry: Entry, stamp: str) -> None:
         key = pod_key(entry.pod)
@@ -141,6 +170,7 @@ class RecentlyScheduled:
             self._unindex(previous)
         self._entries[key] = entry
         self._by_node.setdefault(entry.node, {})[key] = entry
+        self._changed(entry.node)
         self.telemetry.stamped_pods.labels(stamp).inc()
         self.telemetry.recently_scheduled.set(len(self._entries))
 
@@ -149,6 +179,7 @@ class RecentlyScheduled:
         on_node.pop(pod_key(entry.pod), None)
         if not on_node:
             self._by_node.pop(entry.node, None)
+        self._changed(entry.node)
 
     def _cleanup(self, now: float) -> None:
         """Upstream's cleanupCache: forget pods placed more than a reporting interval ago."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from itertools import repeat
 from typing import ClassVar
 
 import numpy as np
@@ -12,6 +14,7 @@ from secondary_scheduler.framework.interface import CycleState, ScorePlugin
 from secondary_scheduler.framework.nodetable import NodeTable
 from secondary_scheduler.framework.podinfo import PodInfo
 from secondary_scheduler.plugins.trimaran.pluginbase import TrimaranPlugin
+from secondary_scheduler.plugins.trimaran.recentlyscheduled import Entry
 from secondary_scheduler.plugins.trimaran.resourcestats import KubeObject, resources_of
 from secondary_scheduler.plugins.trimaran.targetloadpacking.args import TargetLoadPackingArgs
 from secondary_scheduler.plugins.trimaran.targetloadpacking.scoring import (
@@ -30,6 +33,13 @@ class TargetLoadPacking(TrimaranPlugin, ScorePlugin):
         super().__init__(args, handle)
         self.args = args
         self._capacity = CapacityColumn()
+        self._missing_by_node: dict[str, int] = {}
+        """Node -> its recently placed pods' missing CPU, for ``_missing_key``'s metrics window."""
+        self._missing_key: tuple[int, bool] | None = None
+        self._missing_version = 0
+        """The recently-scheduled cache's version the sums follow."""
+        self._predicted: dict[int, tuple[KubeObject, int]] = {}
+        """id(Pod) -> (the Pod, its predicted CPU): kept while the Pod is (the object is held)."""
 
     def score(self, state: CycleState, pod: PodInfo, table: NodeTable, nodes: Slots) -> IntArray:
         usage = self.usage(table, nodes)
@@ -39,7 +49,7 @@ class TargetLoadPacking(TrimaranPlugin, ScorePlugin):
             estimated = np.isnan(percent)
             percent = np.where(estimated, usage.estimate.cpu, percent)
         # An estimate from requests already includes recently placed pods.
-        missing = np.where(estimated, 0, self._missing(table, usage.window_end)[nodes])
+        missing = np.where(estimated, 0, self._missing(table, usage.window_end, nodes))
         arrays = NodeArrays(
             capacity_millis=self._capacity.of(table)[nodes], cpu_percent=percent, missing_millis=missing
         )
@@ -49,18 +59,44 @@ class TargetLoadPacking(TrimaranPlugin, ScorePlugin):
         self.remember(state, note)
         return scores
 
-    def _missing(self, table: NodeTable, window_end: int) -> IntArray:
-        """Per slot, predicted CPU of recently placed pods the metrics do not show yet."""
+    def _missing(self, table: NodeTable, window_end: int, nodes: Slots) -> IntArray:
+        """Per node of ``nodes``, predicted CPU of recently placed pods the metrics do not show yet.
+
+        Each node's sum is kept between cycles and recomputed only for nodes whose recently placed
+        pods changed, or for all when the metrics window moves (every pod's verdict may change).
+        """
+        recent = self.services.recently_scheduled
+        recent.tidy()
+        key = (window_end, self.args.parity_mode)
+        changed = recent.changed_since(self._missing_version) if key == self._missing_key else None
+        if changed is None:
+            self._missing_by_node = {}
+            self._predicted = {}
+            changed = {node for node, _entries in recent.on_nodes()}
+        for node in changed:
+            value = self._node_missing(recent.on_node(node), window_end)
+            if value:
+                self._missing_by_node[node] = value
+            else:
+                self._missing_by_node.pop(node, None)
+        self._missing_key, self._missing_version = key, recent.version
+        if not self._missing_by_node:
+            return np.zeros(len(nodes), dtype=np.int64)
+        names = map(table.names.__getitem__, nodes.tolist())
+        return np.fromiter(map(self._missing_by_node.get, names, repeat(0)), dtype=np.int64, count=len(nodes))
+
+    def _node_missing(self, entries: Iterable[Entry], window_end: int) -> int:
+        """One node's missing CPU (``missing_utilisation``), each pod's prediction computed once."""
         parity = self.args.parity_mode
-        by_slot = np.zeros(table.capacity, dtype=np.int64)
-        for node, entries in self.services.recently_scheduled.on_nodes():
-            slot = table.slot_of(node)
-            if slot is not None:
-                stamped = [
-                    (stamp, entry.pod) for entry in entries if (stamp := entry.stamp(parity)) is not None
-                ]
-                by_slot[slot] = missing_utilisation(stamped, window_end, self.args)
-        return by_slot
+        stamped = [(stamp, entry.pod) for entry in entries if (stamp := entry.stamp(parity)) is not None]
+        return missing_utilisation(stamped, window_end, self.args, self._prediction)
+
+    def _prediction(self, pod: KubeObject) -> int:
+        uid = id(pod)
+        cached = self._predicted.get(uid)
+        if cached is None or cached[0] is not pod:
+            cached = self._predicted[uid] = (pod, predict_pod_cpu(pod, self.args))
+        return cached[1]
 
 
 class CapacityColumn:

@@ -7,8 +7,9 @@ above it the score falls to 0 at 100 % (do not overload them).
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,16 +71,20 @@ def counts_as_missing(seen_at: float, window_end: int) -> bool:
 
 
 def missing_utilisation(
-    recent_pods: Iterable[tuple[float, KubeObject]], window_end: int, args: TargetLoadPackingArgs
+    recent_pods: Iterable[tuple[float, KubeObject]],
+    window_end: int,
+    args: TargetLoadPackingArgs,
+    predict: Callable[[KubeObject], int] | None = None,
 ) -> int:
     """Predicted CPU millicores of one node's recently placed pods the metrics do not show yet.
 
     ``recent_pods`` are the (time seen, Pod) entries of the recently-scheduled cache for
-    the node; ``window_end`` is the metrics snapshot's ``window.end``.
+    the node; ``window_end`` is the metrics snapshot's ``window.end``; ``predict``, if given,
+    is ``predict_pod_cpu`` with these args (a caller may cache it).
     """
-    return sum(
-        predict_pod_cpu(pod, args) for seen_at, pod in recent_pods if counts_as_missing(seen_at, window_end)
-    )
+    if predict is None:
+        predict = functools.partial(predict_pod_cpu, args=args)
+    return sum(predict(pod) for seen_at, pod in recent_pods if counts_as_missing(seen_at, window_end))
 
 
 def node_cpu_percent(metrics: Sequence[Metric]) -> float | None:
