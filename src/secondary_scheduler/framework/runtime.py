@@ -502,20 +502,18 @@ class Framework:
         self, pod: PodInfo, table: NodeTable, slots: Sequence[int] | None = None
     ) -> dict[int, list[PodInfo]]:
         """Slot -> the pods nominated there that ``pod`` must leave room for (see ``_nominated_on``),
-        over every node or only over ``slots``, whichever of those and the nominated nodes is fewer."""
+        over every node or only over ``slots``."""
         by_node = self.handle.nominator.by_node()
         if not by_node:
             return {}
         places: Iterable[tuple[int | None, Mapping[str, PodInfo] | None]]
-        if slots is None or len(slots) >= len(by_node):
+        if slots is None:
             places = ((table.slot_of(node), pods) for node, pods in by_node.items())
-            wanted = None if slots is None else set(slots)
         else:
             places = ((slot, by_node.get(table.names[slot])) for slot in slots)
-            wanted = None
         by_slot: dict[int, list[PodInfo]] = {}
         for slot, pods in places:
-            if slot is None or not pods or (wanted is not None and slot not in wanted):
+            if slot is None or not pods:
                 continue
             kept = self._kept_nominated(pod, table, pods.values())
             if kept:
@@ -554,33 +552,15 @@ class Framework:
         """Candidate position -> the status of nodes that do not fit once their nominated pods count.
 
         Only nodes with nominated pods are filtered again; the vectorised pass already
-        filtered every node without them (the second of upstream's two passes). Nodes whose
-        nominated pods PreFilter does not read are filtered together, with all of them on the
-        table at once (each node's filters then see only its own pods, as upstream's do); the
-        others one by one, PreFilter run again with their pods.
+        filtered every node without them (the second of upstream's two passes).
         """
         if not nominated:
             return {}
         position_of = np.full(table.capacity, -1, dtype=np.int64)
         position_of[candidates] = np.arange(len(candidates))
-        reads = self.pre_filter_reads(pod)
-        together: dict[int, list[PodInfo]] = {}
-        overrides: dict[int, Status] = {}
-        for slot, pods in nominated.items():
-            position = int(position_of[slot])
-            if position < 0:
-                continue
-            if not any(map(reads, pods)):
-                together[slot] = pods
-                continue
-            status = self._filter_with_pods(pod, table, slot, pods)
-            if not status.is_success:
-                overrides[position] = status
-        if together:
-            slots = np.fromiter(together, dtype=np.intp, count=len(together))
-            for slot, status in self._filter_together(state, pod, table, slots, together).items():
-                overrides[int(position_of[slot])] = status
-        return overrides
+        among = {slot: pods for slot, pods in nominated.items() if position_of[slot] >= 0}
+        statuses = self._filter_with_nominated(state, pod, table, among, self.pre_filter_reads(pod))
+        return {int(position_of[slot]): status for slot, status in statuses.items()}
 
     def run_filters_on_nodes(
         self, pod: PodInfo, table: NodeTable, slots: Sequence[int], state: CycleState, reads: PodPredicate
@@ -589,29 +569,41 @@ class Framework:
 
         ``run_filters_with_nominated_pods`` for many nodes at once (preemption's dry run asks
         hundreds): ``state`` must hold for the table as it is now, ``reads`` says which pods
-        PreFilter reads. Nodes whose nominated pods PreFilter reads are filtered one by one;
-        the others together, once with their nominated pods and once without (upstream's two
+        PreFilter reads. The nodes with nominated pods are filtered with them counted first;
+        those that pass, and every other node, then in one pass as they are (upstream's two
         passes), each node's filters seeing only its own pods.
         """
         nominated = self._nominated_pods_by_slot(pod, table, slots)
+        statuses = self._filter_with_nominated(state, pod, table, nominated, reads)
+        rest = np.fromiter((slot for slot in slots if slot not in statuses), dtype=np.intp)
+        if len(rest):
+            statuses.update(self._filter_together(state, pod, table, rest))
+        return statuses
+
+    def _filter_with_nominated(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        table: NodeTable,
+        nominated: Mapping[int, list[PodInfo]],
+        reads: PodPredicate,
+    ) -> dict[int, Status]:
+        """Slot -> status of the nodes that do not fit with their nominated pods added (upstream's
+        first pass). Nodes whose nominated pods PreFilter does not read are filtered together,
+        with all of them on the table at once (each node's filters then see only its own pods);
+        the others one by one, PreFilter run again with their pods."""
         statuses: dict[int, Status] = {}
         together: dict[int, list[PodInfo]] = {}
-        for slot in slots:
-            pods = nominated.get(slot)
-            if not pods:
-                continue
+        for slot, pods in nominated.items():
             if any(map(reads, pods)):
-                status = self._filter_node(state, pod, table, slot, pods, reads)
+                status = self._filter_with_pods(pod, table, slot, pods)
                 if not status.is_success:
                     statuses[slot] = status
             else:
                 together[slot] = pods
         if together:
-            with_pods = np.fromiter(together, dtype=np.intp, count=len(together))
-            statuses.update(self._filter_together(state, pod, table, with_pods, together))
-        rest = np.fromiter((slot for slot in slots if slot not in statuses), dtype=np.intp)
-        if len(rest):
-            statuses.update(self._filter_together(state, pod, table, rest))
+            slots = np.fromiter(together, dtype=np.intp, count=len(together))
+            statuses.update(self._filter_together(state, pod, table, slots, together))
         return statuses
 
     def _filter_together(
