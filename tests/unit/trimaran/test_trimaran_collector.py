@@ -13,7 +13,7 @@ from prometheus_client import CollectorRegistry
 from secondary_scheduler.config import load_config
 from secondary_scheduler.framework import Framework, Handle
 from secondary_scheduler.plugins.registry import default_registry
-from secondary_scheduler.plugins.trimaran.collector import MetricsCollector
+from secondary_scheduler.plugins.trimaran.collector import MetricsCollector, Snapshot
 from secondary_scheduler.plugins.trimaran.pluginbase import TrimaranPlugin
 from secondary_scheduler.plugins.trimaran.providers import FetchError
 from secondary_scheduler.plugins.trimaran.services import SERVICE, TrimaranServices
@@ -210,3 +210,26 @@ async def test_an_unexpected_error_does_not_stop_the_loop() -> None:
     await asyncio.sleep(0.05)
     await collector.stop()
     assert collector.latest()[0] is not None
+
+
+async def test_listeners_prepare_a_snapshot_before_it_is_handed_out() -> None:
+    """A view parses a new snapshot during the refresh, before any cycle can read it; a failing
+    listener is logged and the snapshot still served."""
+    provider, clock = ScriptedProvider(), Clock(1000)
+    collector = MetricsCollector("src", provider, TrimaranMetrics(), clock=clock)
+    seen: list[tuple[int, bool]] = []
+
+    async def listener(snapshot: Snapshot) -> None:
+        await asyncio.sleep(0)
+        seen.append((snapshot.metrics.timestamp, collector.latest()[0] is snapshot))
+
+    async def broken(snapshot: Snapshot) -> None:
+        raise RuntimeError("bug")
+
+    collector.on_snapshot(listener)
+    collector.on_snapshot(broken)
+    provider.answers["15m"] = metrics("15m", 1000)
+    assert await collector.refresh()
+    assert seen == [(1000, False)]  # not handed out while being prepared
+    latest = collector.latest()[0]
+    assert latest is not None and latest.metrics.timestamp == 1000

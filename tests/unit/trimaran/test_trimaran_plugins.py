@@ -21,6 +21,7 @@ from secondary_scheduler.plugins.trimaran.loadvariationriskbalancing.args import
 )
 from secondary_scheduler.plugins.trimaran.lowriskovercommitment import scoring as lroc
 from secondary_scheduler.plugins.trimaran.lowriskovercommitment.args import LowRiskOverCommitmentArgs
+from secondary_scheduler.plugins.trimaran.nodeusage import SnapshotIndex
 from secondary_scheduler.plugins.trimaran.notes import MetricsNote, read_note
 from secondary_scheduler.plugins.trimaran.providers.static import StaticProvider
 from secondary_scheduler.plugins.trimaran.resourcestats import pod_requests
@@ -410,3 +411,100 @@ async def test_before_the_first_fetch_every_node_is_estimated(
     scores, state = run(plugin, POD_1_CPU, table, list(table.active_slots()))
     assert scores == [8, 8]
     assert note_of(state, "TargetLoadPacking").lines()[0] == f"metrics: {PROMETHEUS_LABEL}: no snapshot yet"
+
+
+async def test_tlp_follows_placements_and_table_changes_between_cycles(
+    cluster_factory: Callable[..., Cluster], make_snapshot: MakeSnapshot
+) -> None:
+    """The per-slot column of recently placed pods' CPU: the same scores as the scoring functions
+    cycle after cycle, while pods are placed, a node leaves the table and another joins."""
+    nodes, pods, snapshot = random_cluster(11, make_snapshot, without_metrics=0)
+    cluster = cluster_factory(snapshot)
+    plugin = cluster.plugin("TargetLoadPacking", PROMETHEUS)
+    await cluster.services.start()
+    recent = cluster.services.recently_scheduled
+    args = TargetLoadPackingArgs.model_validate(PROMETHEUS)
+    table = NodeTable.from_objects(nodes, pods)
+    rng = random.Random(5)
+    placed: dict[str, list[tuple[float, dict[str, Any]]]] = {}
+    late = nodes[-1]  # measured, but joins the table only later
+    table.remove_node(late["metadata"]["name"])
+    for cycle in range(30):
+        if cycle == 10:
+            table.remove_node(nodes[2]["metadata"]["name"])
+        if cycle == 20:
+            table.add_node(late)
+        slots = list(table.active_slots())
+        rng.shuffle(slots)
+        chosen = slots[: rng.randint(1, len(slots))]
+        objects = [table.objects[slot] for slot in chosen]
+        missing = {
+            name: tlp.missing_utilisation(entries, NOW, args) for name, entries in placed.items() if entries
+        }
+        expected = tlp.score_nodes(tlp.build_node_arrays(objects, snapshot, missing), 450, args)
+        scores, state = run(plugin, POD_450M, table, chosen)
+        assert scores == expected.tolist(), f"cycle {cycle}"
+        shown = {
+            table.names[slot]: missing[table.names[slot]] for slot in chosen if missing.get(table.names[slot])
+        }
+        assert note_of(state, "TargetLoadPacking").recent == shown
+        node = rng.choice([n["metadata"]["name"] for n in nodes])
+        stamp = NOW + 1 if rng.random() < 0.7 else NOW - 120  # after the window, or long before it
+        pod = {
+            "metadata": {"name": f"placed-{cycle}", "namespace": "default", "uid": f"placed-{cycle}"},
+            "spec": {
+                "nodeName": node,
+                "containers": [{"name": "c", "resources": {"limits": {"cpu": "300m"}}}],
+            },
+        }
+        recent.record(pod, node, stamp)
+        placed.setdefault(node, []).append((stamp, pod))
+
+
+POD_450M = {
+    "metadata": {"name": "pending-450m", "namespace": "default"},
+    "spec": {"containers": [{"name": "a", "resources": {"limits": {"cpu": "450m"}}}]},
+}
+
+
+async def test_the_index_a_refresh_prepares_is_the_one_a_cycle_would_build(
+    make_snapshot: MakeSnapshot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Built a slice at a time during the refresh (nodes with no metrics or one resource included),
+    equal to ``SnapshotIndex.build``; the cycle then uses it rather than parsing the snapshot."""
+    rows: dict[str, list[tuple[str, str, float]]] = {
+        f"node-{i}": [("CPU", "AVG", i), ("CPU", "STD", 1.5)] for i in range(7)
+    }
+    rows["node-2"] = []
+    rows["node-3"] = [("Memory", "AVG", 40), ("CPU", "Latest", 12)]
+    rows["node-4"] = [("Memory", "AVG", 40)]
+    snapshot = make_snapshot(rows, window_end=NOW)
+    built = SnapshotIndex.build(snapshot)
+    prepared = await SnapshotIndex.build_yielding(snapshot, every=2)
+    assert prepared.row_of == built.row_of and prepared.missing_series == built.missing_series
+    for name in ("cpu_percent", "has_metrics"):
+        np.testing.assert_array_equal(getattr(prepared, name), getattr(built, name))
+    for resource in ("cpu", "memory"):
+        for part in ("avg", "stdev", "valid"):
+            np.testing.assert_array_equal(
+                getattr(getattr(prepared, resource), part), getattr(getattr(built, resource), part)
+            )
+    assert not built.has_metrics[built.row_of["node-2"]] and built.has_metrics[built.row_of["node-4"]]
+
+    cluster = Cluster(snapshot)
+    plugin = cluster.plugin("TargetLoadPacking", {"parityMode": True, **PROMETHEUS})
+    await cluster.services.start()
+    nodes = [{"metadata": {"name": name}, "status": {"capacity": {"cpu": "4"}}} for name in rows]
+    table = NodeTable.from_objects(nodes, [])
+
+    def parse_in_cycle(cls: type[SnapshotIndex], metrics: WatcherMetrics | None) -> SnapshotIndex:
+        raise AssertionError("the snapshot was parsed in a scheduling cycle")
+
+    monkeypatch.setattr(SnapshotIndex, "build", classmethod(parse_in_cycle))
+    try:
+        scores, _ = run(plugin, POD_450M, table, list(table.active_slots()))
+    finally:
+        await cluster.services.stop()
+    args = TargetLoadPackingArgs.model_validate({"parityMode": True, **PROMETHEUS})
+    expected = tlp.score_nodes(tlp.build_node_arrays(nodes, snapshot, {}), 450, args)
+    assert scores == expected.tolist()

@@ -13,7 +13,7 @@ import contextlib
 import logging
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from secondary_scheduler.plugins.trimaran.providers import Provider
@@ -57,7 +57,13 @@ class MetricsCollector:
         self._task: asyncio.Task[None] | None = None
         self._first_refresh = asyncio.Event()
         self._last_problem: str | None = None
+        self._listeners: list[Callable[[Snapshot], Awaitable[None]]] = []
         telemetry.metrics_age.labels(label).set_function(self._newest_age)
+
+    def on_snapshot(self, listener: Callable[[Snapshot], Awaitable[None]]) -> None:
+        """Await ``listener(snapshot)`` after each successful fetch, before the snapshot is handed out
+        (a view prepares its arrays there, off the scheduling cycles)."""
+        self._listeners.append(listener)
 
     @property
     def started(self) -> bool:
@@ -96,7 +102,9 @@ class MetricsCollector:
                 problems.append(str(error) or repr(error))
                 continue
             taken_at = float(metrics.timestamp) if metrics.timestamp > 0 else self.clock()
-            self._snapshots[window] = Snapshot(metrics, window, taken_at)
+            snapshot = Snapshot(metrics, window, taken_at)
+            await self._prepare(snapshot)
+            self._snapshots[window] = snapshot
             self._recovered(window, len(metrics.data.node_metrics_map))
             return True
         self._failed("; ".join(problems))
@@ -125,6 +133,15 @@ class MetricsCollector:
         while True:
             await asyncio.sleep(self.interval)
             await self.refresh()
+
+    async def _prepare(self, snapshot: Snapshot) -> None:
+        for listener in self._listeners:
+            try:
+                await listener(snapshot)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # the snapshot is still good: whoever reads it parses it then
+                log.exception("metrics from %s: preparing the new snapshot failed", self.label)
 
     def _recovered(self, window: str, nodes: int) -> None:
         if self._last_problem is not None:

@@ -10,9 +10,11 @@ finds missing is logged once per node or series (not once per cycle) and exporte
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -22,6 +24,7 @@ from secondary_scheduler.framework.resources import CPU_COLUMN, MEMORY_COLUMN
 from secondary_scheduler.plugins.trimaran.args import PROMETHEUS, TrimaranArgs
 from secondary_scheduler.plugins.trimaran.collector import MetricsCollector, Snapshot
 from secondary_scheduler.plugins.trimaran.notes import MetricsNote
+from secondary_scheduler.plugins.trimaran.providers import YIELD_EVERY
 from secondary_scheduler.plugins.trimaran.providers.prometheus import SERIES_OF
 from secondary_scheduler.plugins.trimaran.resourcestats import safe_divide
 from secondary_scheduler.plugins.trimaran.targetloadpacking.scoring import node_cpu_percent
@@ -29,6 +32,7 @@ from secondary_scheduler.plugins.trimaran.telemetry import TrimaranMetrics
 from secondary_scheduler.plugins.trimaran.watchermetrics import (
     CPU,
     MEMORY,
+    Metric,
     ResourceData,
     ResourceDataArrays,
     WatcherMetrics,
@@ -77,10 +81,25 @@ class SnapshotIndex:
     def build(cls, metrics: WatcherMetrics | None) -> SnapshotIndex:
         """Parse a snapshot (None: no metrics at all) into arrays; done once per snapshot."""
         names = list(metrics.data.node_metrics_map) if metrics is not None else []
-        lists = [*node_metrics_list(metrics, names), None]
-        cpu = _arrays([_NO_DATA if m is None else resource_data(m, CPU) for m in lists])
-        memory = _arrays([_NO_DATA if m is None else resource_data(m, MEMORY) for m in lists])
-        percents = [None if m is None else node_cpu_percent(m) for m in lists]
+        return cls._assemble(metrics, names, _parse_rows(node_metrics_list(metrics, names)))
+
+    @classmethod
+    async def build_yielding(cls, metrics: WatcherMetrics, every: int = YIELD_EVERY) -> SnapshotIndex:
+        """``build``, yielding to the event loop every ``every`` nodes (a refresh prepares the index
+        this way, so that the first scheduling cycle on a new snapshot does not parse it)."""
+        names = list(metrics.data.node_metrics_map)
+        lists = node_metrics_list(metrics, names)
+        rows: list[_Row] = []
+        for start in range(0, len(lists), every):
+            rows += _parse_rows(lists[start : start + every])
+            await asyncio.sleep(0)
+        return cls._assemble(metrics, names, rows)
+
+    @classmethod
+    def _assemble(cls, metrics: WatcherMetrics | None, names: list[str], rows: list[_Row]) -> SnapshotIndex:
+        rows = [*rows, _NO_ROW]  # the last row: no metrics
+        cpu = _arrays([row[0] for row in rows])
+        memory = _arrays([row[1] for row in rows])
         missing: tuple[str, ...] = ()
         if metrics is not None:
             valid = {"cpu": cpu.valid[:-1], "memory": memory.valid[:-1]}
@@ -89,14 +108,28 @@ class SnapshotIndex:
             row_of={name: row for row, name in enumerate(names)},
             cpu=cpu,
             memory=memory,
-            cpu_percent=np.array([np.nan if p is None else p for p in percents], dtype=np.float64),
-            has_metrics=np.array([m is not None for m in lists], dtype=np.bool_),
+            cpu_percent=np.array([np.nan if row[2] is None else row[2] for row in rows], dtype=np.float64),
+            has_metrics=np.array([row[3] for row in rows], dtype=np.bool_),
             missing_series=missing,
         )
 
     @property
     def no_metrics_row(self) -> int:
         return len(self.row_of)
+
+
+_Row = tuple[ResourceData, ResourceData, float | None, bool]
+"""A node's parsed metrics: its cpu and memory data, TargetLoadPacking's CPU reading, and whether
+it has any metrics."""
+_NO_ROW: _Row = (_NO_DATA, _NO_DATA, None, False)
+
+
+def _parse_rows(lists: Sequence[Sequence[Metric] | None]) -> list[_Row]:
+    """Per node's metrics (None: it has none), its parsed row."""
+    return [
+        _NO_ROW if m is None else (resource_data(m, CPU), resource_data(m, MEMORY), node_cpu_percent(m), True)
+        for m in lists
+    ]
 
 
 def _arrays(rows: Sequence[ResourceData]) -> ResourceDataArrays:
@@ -128,7 +161,11 @@ class Estimate:
 
 @dataclass(frozen=True)
 class NodeUsage:
-    """The scored nodes' measured load (rows aligned with ``nodes``) and how it may be completed."""
+    """The scored nodes' measured load (rows aligned with ``nodes``) and how it may be completed.
+
+    The per-node arrays are gathered from the snapshot's index when first read, and the
+    requests-based estimate computed when first read, so a plugin pays only for what it uses.
+    """
 
     source: str
     snapshot: Snapshot | None
@@ -139,12 +176,34 @@ class NodeUsage:
     stale: bool
     policy: UsagePolicy
     missing_series: tuple[str, ...]
-    cpu: ResourceDataArrays
-    memory: ResourceDataArrays
-    cpu_percent: FloatArray
-    has_metrics: BoolArray
-    estimate: Estimate | None
-    """Requests-based load, when the policy falls back to it; None otherwise."""
+    index: SnapshotIndex = field(repr=False, compare=False)
+    """The snapshot's arrays (the trusted snapshot's; an empty index when none is trusted)."""
+    rows: IntArray = field(repr=False, compare=False)
+    """Per scored node, its row in ``index``."""
+    table: NodeTable = field(repr=False, compare=False)
+    nodes: Slots = field(repr=False, compare=False)
+
+    @cached_property
+    def cpu(self) -> ResourceDataArrays:
+        return _gather(self.index.cpu, self.rows)
+
+    @cached_property
+    def memory(self) -> ResourceDataArrays:
+        return _gather(self.index.memory, self.rows)
+
+    @cached_property
+    def cpu_percent(self) -> FloatArray:
+        """TargetLoadPacking's reading of CPU per scored node; NaN where there is none."""
+        return self.index.cpu_percent[self.rows]
+
+    @cached_property
+    def has_metrics(self) -> BoolArray:
+        return self.index.has_metrics[self.rows]
+
+    @cached_property
+    def estimate(self) -> Estimate | None:
+        """Requests-based load, when the policy falls back to it; None otherwise."""
+        return Estimate.of(self.table, self.nodes) if self.policy.fallback else None
 
     @property
     def window_end(self) -> int:
@@ -204,6 +263,9 @@ class NodeMetricsView:
         self.source_kind = source_kind
         self._indexed: WatcherMetrics | None = None
         self._index = SnapshotIndex.build(None)
+        self._prepared: tuple[WatcherMetrics, SnapshotIndex] | None = None
+        """The index of the newest fetched snapshot, built by the refresh before it is handed out."""
+        collector.on_snapshot(self._prepare)
         self._table: NodeTable | None = None
         self._names: list[str] = []
         self._rows: IntArray = np.zeros(0, dtype=np.int64)
@@ -231,20 +293,27 @@ class NodeMetricsView:
             stale=stale,
             policy=policy,
             missing_series=index.missing_series,
-            cpu=_gather(index.cpu, rows),
-            memory=_gather(index.memory, rows),
-            cpu_percent=index.cpu_percent[rows],
-            has_metrics=index.has_metrics[rows],
-            estimate=Estimate.of(table, nodes) if policy.fallback else None,
+            index=index,
+            rows=rows,
+            table=table,
+            nodes=nodes,
         )
 
     def _index_of(self, metrics: WatcherMetrics | None) -> SnapshotIndex:
         """The snapshot's arrays, built once per snapshot (identity: a refresh makes a new object)."""
         if metrics is not self._indexed:
             self._indexed = metrics
-            self._index = SnapshotIndex.build(metrics)
+            prepared = self._prepared
+            if prepared is not None and prepared[0] is metrics:
+                self._index = prepared[1]
+            else:
+                self._index = SnapshotIndex.build(metrics)
             self._table = None  # re-map the slots
         return self._index
+
+    async def _prepare(self, snapshot: Snapshot) -> None:
+        """A refresh fetched ``snapshot``: parse it now, a slice at a time, rather than in a cycle."""
+        self._prepared = (snapshot.metrics, await SnapshotIndex.build_yielding(snapshot.metrics))
 
     def _rows_for(self, table: NodeTable, index: SnapshotIndex) -> IntArray:
         """Slot -> snapshot row, rebuilt when the snapshot or the table's set of nodes changes."""

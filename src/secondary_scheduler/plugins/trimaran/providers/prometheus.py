@@ -23,8 +23,9 @@ from secondary_scheduler.kube.client import ApiClient
 from secondary_scheduler.plugins.trimaran.providers import (
     FETCH_TIMEOUT_SECONDS,
     WINDOWS,
+    YIELD_EVERY,
     FetchError,
-    watcher_metrics,
+    watcher_metrics_yielding,
 )
 from secondary_scheduler.plugins.trimaran.providers.auth import BearerToken, tls_context
 from secondary_scheduler.plugins.trimaran.source import MetricSource
@@ -80,19 +81,27 @@ class PrometheusProvider:
         answers = await asyncio.gather(
             *(self._query(promql, headers) for promql, *_ in planned), return_exceptions=True
         )
-        nodes: dict[str, list[Metric]] = {}
-        for (promql, series, resource, operator), answer in zip(planned, answers, strict=True):
+        samples: list[list[tuple[str, float]]] = []
+        for answer in answers:
             if isinstance(answer, BaseException):
                 if isinstance(answer, FetchError):
                     raise FetchError(f"window {window} discarded: {answer}") from answer
                 raise answer
+            samples.append(answer)
+        # Thousands of samples: built a slice at a time, so that scheduling goes on meanwhile.
+        nodes: dict[str, list[Metric]] = {}
+        built = 0
+        for (promql, series, resource, operator), answer in zip(planned, samples, strict=True):
             for node, ratio in answer:
                 metric = Metric(
                     name=series, type=resource, operator=operator, rollup=window, value=ratio * 100
                 )
                 nodes.setdefault(node, []).append(metric)
+                built += 1
+                if built % YIELD_EVERY == 0:
+                    await asyncio.sleep(0)
             log.debug("%s: %d series", promql, len(answer))
-        return watcher_metrics(nodes, window, "Prometheus", self.clock())
+        return await watcher_metrics_yielding(nodes, window, "Prometheus", self.clock)
 
     async def _query(self, promql: str, headers: dict[str, str]) -> list[tuple[str, float]]:
         """(node, ratio) of each sample of an instant query."""

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from itertools import repeat
+from collections.abc import Iterable, Mapping
 from typing import ClassVar
 
 import numpy as np
@@ -33,6 +32,7 @@ class TargetLoadPacking(TrimaranPlugin, ScorePlugin):
         super().__init__(args, handle)
         self.args = args
         self._capacity = CapacityColumn()
+        self._column = MissingColumn()
         self._missing_by_node: dict[str, int] = {}
         """Node -> its recently placed pods' missing CPU, for ``_missing_key``'s metrics window."""
         self._missing_key: tuple[int, bool] | None = None
@@ -44,17 +44,22 @@ class TargetLoadPacking(TrimaranPlugin, ScorePlugin):
     def score(self, state: CycleState, pod: PodInfo, table: NodeTable, nodes: Slots) -> IntArray:
         usage = self.usage(table, nodes)
         percent = usage.cpu_percent
-        estimated = np.zeros(len(nodes), dtype=np.bool_)
-        if usage.estimate is not None:
-            estimated = np.isnan(percent)
+        missing = self._missing(table, usage.window_end, nodes)
+        estimated = np.isnan(percent)
+        if estimated.any() and usage.estimate is not None:
             percent = np.where(estimated, usage.estimate.cpu, percent)
-        # An estimate from requests already includes recently placed pods.
-        missing = np.where(estimated, 0, self._missing(table, usage.window_end, nodes))
+            # An estimate from requests already includes recently placed pods.
+            missing = np.where(estimated, 0, missing)
+        else:
+            # Nothing to estimate (the usual case): the requests-based estimate is never computed.
+            estimated = np.zeros(len(nodes), dtype=np.bool_)
         arrays = NodeArrays(
             capacity_millis=self._capacity.of(table)[nodes], cpu_percent=percent, missing_millis=missing
         )
         scores = score_nodes(arrays, predict_pod_cpu(pod.obj, self.args), self.args)
-        recent = {table.names[nodes[i]]: int(missing[i]) for i in np.flatnonzero(missing)}
+        counted = np.flatnonzero(missing)
+        names = map(table.names.__getitem__, nodes[counted].tolist())
+        recent = dict(zip(names, missing[counted].tolist(), strict=True))
         note = usage.note(self.name, table, nodes, {"cpu": estimated}, np.isnan(percent), recent)
         self.remember(state, note)
         return scores
@@ -64,11 +69,13 @@ class TargetLoadPacking(TrimaranPlugin, ScorePlugin):
 
         Each node's sum is kept between cycles and recomputed only for nodes whose recently placed
         pods changed, or for all when the metrics window moves (every pod's verdict may change).
+        The sums are also kept as a column over the table's slots, so a cycle only gathers its nodes.
         """
         recent = self.services.recently_scheduled
         recent.tidy()
         key = (window_end, self.args.parity_mode)
         changed = recent.changed_since(self._missing_version) if key == self._missing_key else None
+        restarted = changed is None
         if changed is None:
             self._missing_by_node = {}
             self._predicted = {}
@@ -80,10 +87,7 @@ class TargetLoadPacking(TrimaranPlugin, ScorePlugin):
             else:
                 self._missing_by_node.pop(node, None)
         self._missing_key, self._missing_version = key, recent.version
-        if not self._missing_by_node:
-            return np.zeros(len(nodes), dtype=np.int64)
-        names = map(table.names.__getitem__, nodes.tolist())
-        return np.fromiter(map(self._missing_by_node.get, names, repeat(0)), dtype=np.int64, count=len(nodes))
+        return self._column.of(table, self._missing_by_node, None if restarted else changed)[nodes]
 
     def _node_missing(self, entries: Iterable[Entry], window_end: int) -> int:
         """One node's missing CPU (``missing_utilisation``), each pod's prediction computed once."""
@@ -97,6 +101,33 @@ class TargetLoadPacking(TrimaranPlugin, ScorePlugin):
         if cached is None or cached[0] is not pod:
             cached = self._predicted[uid] = (pod, predict_pod_cpu(pod, self.args))
         return cached[1]
+
+
+class MissingColumn:
+    """The per-node missing CPU sums laid out over a NodeTable's slots (0 for nodes without any).
+
+    Rebuilt from the sums when the table (or its set of nodes) changes or every sum was recomputed;
+    otherwise only the slots of the nodes whose sums changed are written.
+    """
+
+    def __init__(self) -> None:
+        self._table: NodeTable | None = None
+        self._names: list[str] = []
+        self._values: IntArray = np.zeros(0, dtype=np.int64)
+
+    def of(self, table: NodeTable, sums: Mapping[str, int], changed: Iterable[str] | None) -> IntArray:
+        """The column for ``table``; ``changed``: the nodes whose sums changed, None for all."""
+        if changed is None or table is not self._table or table.names != self._names:
+            self._table = table
+            self._names = list(table.names)
+            self._values = np.zeros(len(self._names), dtype=np.int64)
+            changed = sums
+        slot_of = table.slot_of
+        for node in changed:
+            slot = slot_of(node)
+            if slot is not None:
+                self._values[slot] = sums.get(node, 0)
+        return self._values
 
 
 class CapacityColumn:
