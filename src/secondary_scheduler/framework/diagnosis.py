@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from secondary_scheduler.framework.aliases import Slots
 from secondary_scheduler.framework.status import Code, Status
 
 
@@ -40,6 +41,10 @@ class Diagnosis:
     num_all_nodes: int
     node_statuses: dict[str, Status] = field(default_factory=dict)
     """The rejection of each node that was evaluated and did not fit."""
+    node_slots: Slots | None = None
+    """The table slots of ``node_statuses``' nodes in its order, when the runtime's filter pass
+    wrote them (None otherwise): lets preemption pick its nodes without looking names up. Read it
+    through ``slots_and_statuses``: an extender's rejections add nodes it does not cover."""
     absent_status: Status | None = None
     """The status of every node not in ``node_statuses`` (a PreFilter rejection applies to all)."""
     pre_filter_message: str = ""
@@ -53,6 +58,12 @@ class Diagnosis:
         if status is not None:
             return status
         return self.absent_status or Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+
+    def slots_and_statuses(self) -> tuple[Slots, list[Status]] | None:
+        """``node_slots`` and the statuses in the same order, if they still cover ``node_statuses``."""
+        if self.node_slots is None or len(self.node_slots) != len(self.node_statuses):
+            return None
+        return self.node_slots, list(self.node_statuses.values())
 
     def distinct_statuses(self) -> list[tuple[Status, int]]:
         """Each distinct Status object of ``node_statuses`` and on how many nodes (nodes share them)."""

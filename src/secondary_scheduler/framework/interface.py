@@ -160,6 +160,13 @@ class PreFilterPlugin(Plugin):
 
 
 class FilterPlugin(Plugin):
+    reads_node_pods: ClassVar[bool] = True
+    """Whether Filter reads which pods are on a node (``table.pods``, ``pods_in_namespace``, a pod
+    index), not only the node's totals (``requested``, ``non_zero_requested``, ``pod_count``,
+    ``used_ports``), its own fields and PreFilter's output. When no Filter that runs for a pod
+    reads them, pods moved for a moment (nominated pods counted, preemption's dry run) move in
+    the totals alone, which is much cheaper; True (the default) is always safe."""
+
     def filter(self, state: CycleState, pod: PodInfo, table: NodeTable, candidates: Slots) -> list[Rejection]:
         """The rejected candidates, grouped by reason; a candidate in no group passes."""
         raise NotImplementedError

@@ -14,10 +14,9 @@ until their node appears, exactly as if they were on a node outside the snapshot
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, KeysView, Mapping, Sequence
 from typing import Protocol, TypeVar
 
 import numpy as np
@@ -143,7 +142,7 @@ class NodeTable:
         self._by_namespace: dict[str, dict[str, tuple[PodInfo, int]]] = {}
         self._label_columns: dict[str, LabelColumn] = {}
         self._image_columns: dict[str, IntArray] = {}
-        self._request_rows: dict[str, tuple[PodInfo, IntArray]] = {}
+        self._request_rows: dict[str, tuple[PodInfo, IntArray, IntArray]] = {}
         self._zones = _ZoneTree()
         self._indexes: dict[str, PodIndex] = {}
 
@@ -194,6 +193,11 @@ class NodeTable:
             map(self._slots.get, node_names, itertools.repeat(-1)), dtype=np.intp, count=len(node_names)
         )
         return slots[slots >= 0]
+
+    @property
+    def pod_keys(self) -> KeysView[str]:
+        """The keys of every pod the table counts or holds for a node it does not know yet."""
+        return self._pod_nodes.keys()
 
     def node_of_pod(self, pod_key: str) -> str | None:
         """The node a pod was added for, whether or not the table knows that node."""
@@ -270,6 +274,19 @@ class NodeTable:
             self._remove(key, counted)
         self._count_many(counted, -1)
 
+    def count_in_totals(self, counted: Sequence[tuple[int, PodInfo]], sign: int) -> None:
+        """Count pods on (``sign`` 1) or off (-1) nodes in the node totals alone: ``requested``,
+        ``non_zero_requested``, ``pod_count``, ``used_ports``; each node's pod list, the pod
+        lookups and the indexes stay as they are.
+
+        For a what-if whose filters read nothing but the totals (``framework.podmoves``); the
+        caller undoes it before anything else reads the table.
+        """
+        self._count_many(counted, sign)
+        for slot, pod in counted:
+            if pod.host_ports:
+                self._count_ports(slot, pod, sign)
+
     def _add(self, pod: PodInfo, node_name: str, counted: list[tuple[int, PodInfo]] | None) -> None:
         if pod.key in self._pod_nodes:
             self.remove_pod(pod.key)
@@ -294,22 +311,6 @@ class NodeTable:
         pod = self.pods[slot][pod_key]
         self._unplace(slot, pod, counted)
         return pod
-
-    @contextlib.contextmanager
-    def pod_order_kept(self, slots: Iterable[int]) -> Iterator[None]:
-        """Put each node's pods back in their order once a dry run has moved some off and back.
-
-        The order breaks ties among preemption victims, as the order of kube-scheduler's
-        NodeInfo.Pods does (its dry runs work on copies, so theirs never changes).
-        """
-        saved = {slot: list(self.pods[slot]) for slot in slots}
-        try:
-            yield
-        finally:
-            for slot, keys in saved.items():
-                pods = self.pods[slot]
-                if list(pods) != keys and pods.keys() == set(keys):
-                    self.pods[slot] = {key: pods[key] for key in keys}
 
     def label_column(self, key: str) -> LabelColumn:
         """The label ``key`` over all slots as integer codes, built on first use and kept up to date."""
@@ -436,7 +437,7 @@ class NodeTable:
         else:
             counted.append((slot, pod))
         if pod.host_ports:
-            self.used_ports[slot].update(pod.host_ports)
+            self._count_ports(slot, pod, 1)
         self.pods[slot][pod.key] = pod
         self._by_namespace.setdefault(pod.namespace, {})[pod.key] = (pod, slot)
         if self._indexes:
@@ -448,8 +449,7 @@ class NodeTable:
         else:
             counted.append((slot, pod))
         if pod.host_ports:
-            self.used_ports[slot].subtract(pod.host_ports)
-            self.used_ports[slot] += Counter()
+            self._count_ports(slot, pod, -1)
         del self.pods[slot][pod.key]
         namespace = self._by_namespace[pod.namespace]
         del namespace[pod.key]
@@ -458,23 +458,28 @@ class NodeTable:
         if self._indexes:
             self._tell_indexes(slot, pod, placed=False)
 
-    def _request_row(self, pod: PodInfo) -> IntArray:
-        """The pod's requests as a row of ``requested`` (cached: preemption's dry runs move pods often)."""
-        width = self.requested.shape[1]
-        cached = self._request_rows.get(pod.key)
-        if cached is not None and cached[0] is pod and len(cached[1]) == width:
-            return cached[1]
+    def _count_ports(self, slot: int, pod: PodInfo, sign: int) -> None:
+        if sign > 0:
+            self.used_ports[slot].update(pod.host_ports)
+        else:
+            self.used_ports[slot].subtract(pod.host_ports)
+            self.used_ports[slot] += Counter()  # drop ports no pod uses any more
+
+    def _cache_rows(self, pod: PodInfo) -> tuple[PodInfo, IntArray, IntArray]:
+        """Cache the pod's row of ``requested`` and the same row followed by its non-zero cpu and memory."""
         for name in pod.requests:
             self._resource_column(name)  # first: it may widen the arrays
-        row = np.zeros(self.requested.shape[1], dtype=np.int64)
+        width = self.requested.shape[1]
+        counted = np.zeros(width + 2, dtype=np.int64)
         for name, value in pod.requests.items():
-            row[self._resource_column(name)] = value
+            counted[self._resource_column(name)] = value
+        counted[width:] = (pod.non_zero_cpu, pod.non_zero_memory)
         if len(self._request_rows) > 2 * len(self._pod_nodes) + 1024:  # forget pods long gone
             self._request_rows = {
                 key: item for key, item in self._request_rows.items() if key in self._pod_nodes
             }
-        self._request_rows[pod.key] = (pod, row)
-        return row
+        cached = self._request_rows[pod.key] = (pod, counted[:width], counted)
+        return cached
 
     def _tell_indexes(self, slot: int, pod: PodInfo, *, placed: bool) -> None:
         labels = self.labels[slot]
@@ -489,34 +494,41 @@ class NodeTable:
         if not counted:
             return
         width = self.requested.shape[1]
-        rows = [self._request_row(pod) for _slot, pod in counted]  # first: it may widen the arrays
+        listed = self._counted_rows(counted)  # first: it may widen the arrays
         if self.requested.shape[1] != width:  # a pod's new resource widened them: rows of the new width
-            rows = [self._request_row(pod) for _slot, pod in counted]
+            width = self.requested.shape[1]
+            listed = self._counted_rows(counted)
+        rows = np.concatenate(listed).reshape(len(listed), width + 2)  # 3x np.stack's speed
+        if sign < 0:
+            rows = -rows
         slot_list = [slot for slot, _pod in counted]
         slots = np.array(slot_list, dtype=np.intp)
-        requests = np.stack(rows)
-        non_zero = np.array(
-            [(pod.non_zero_cpu, pod.non_zero_memory) for _slot, pod in counted], dtype=np.int64
-        )
-        if sign < 0:
-            requests, non_zero = -requests, -non_zero
         if len(set(slot_list)) == len(slot_list):  # one pod per node (the usual case): plain indexing
-            self.requested[slots] += requests
-            self.non_zero_requested[slots, CPU_COLUMN] += non_zero[:, 0]
-            self.non_zero_requested[slots, MEMORY_COLUMN] += non_zero[:, 1]
+            self.requested[slots] += rows[:, :width]
+            self.non_zero_requested[slots] += rows[:, width:]
             self.pod_count[slots] += sign
         else:  # ufunc.at adds every occurrence of a repeated slot
-            np.add.at(self.requested, slots, requests)
-            np.add.at(self.non_zero_requested[:, CPU_COLUMN], slots, non_zero[:, 0])  # a view: in place
-            np.add.at(self.non_zero_requested[:, MEMORY_COLUMN], slots, non_zero[:, 1])
+            np.add.at(self.requested, slots, rows[:, :width])
+            np.add.at(self.non_zero_requested, slots, rows[:, width:])
             np.add.at(self.pod_count, slots, sign)
+
+    def _counted_rows(self, counted: Sequence[tuple[int, PodInfo]]) -> list[IntArray]:
+        """Per pod: its requests, then its non-zero cpu and memory (what ``_count`` adds)."""
+        width = self.requested.shape[1]
+        cache = self._request_rows
+        rows = []
+        for _slot, pod in counted:
+            cached = cache.get(pod.key)
+            if cached is None or cached[0] is not pod or len(cached[1]) != width:
+                cached = self._cache_rows(pod)
+            rows.append(cached[2])
+        return rows
 
     def _count(self, slot: int, pod: PodInfo, sign: int) -> None:
         cached = self._request_rows.get(pod.key)
-        if cached is not None and cached[0] is pod and len(cached[1]) == self.requested.shape[1]:
-            row = cached[1]
-        else:
-            row = self._request_row(pod)
+        if cached is None or cached[0] is not pod or len(cached[1]) != self.requested.shape[1]:
+            cached = self._cache_rows(pod)
+        row = cached[1]
         if sign > 0:
             self.requested[slot] += row
         else:

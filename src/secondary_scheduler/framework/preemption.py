@@ -201,19 +201,26 @@ def terminating_by_preemption(pod: PodInfo) -> bool:
     return False
 
 
-def _unschedulable_slots(table: NodeTable, diagnosis: Diagnosis) -> list[int]:
+def unschedulable_slots(table: NodeTable, diagnosis: Diagnosis) -> list[int]:
     """The nodes where removing pods might help (status Unschedulable), in the table's node order."""
     unschedulable = Code.UNSCHEDULABLE
-    statuses = diagnosis.node_statuses
+    known = diagnosis.slots_and_statuses()
+    if known is None:  # an extender added nodes: look them all up by name
+        found = [(table.slot_of(name), status) for name, status in diagnosis.node_statuses.items()]
+        slots = np.array([slot for slot, _status in found if slot is not None], dtype=np.intp)
+        statuses = [status for slot, status in found if slot is not None]
+    else:
+        slots, statuses = known
+    helps = np.fromiter(
+        (status.code == unschedulable for status in statuses), dtype=np.bool_, count=len(statuses)
+    )
     absent = diagnosis.absent_status
     if absent is not None and absent.code == unschedulable:  # every node not evaluated counts
         wanted = np.ones(table.capacity, dtype=np.bool_)
-        others = [name for name, status in statuses.items() if status.code != unschedulable]
-        wanted[table.slots_of(others)] = False
+        wanted[slots[~helps]] = False
     else:
         wanted = np.zeros(table.capacity, dtype=np.bool_)
-        chosen = [name for name, status in statuses.items() if status.code == unschedulable]
-        wanted[table.slots_of(chosen)] = True
+        wanted[slots[helps]] = True
     order = table.node_order()
     return order[wanted[order]].tolist()
 
@@ -331,7 +338,7 @@ class Evaluator:
         self, state: CycleState, pod: PodInfo, table: NodeTable, diagnosis: Diagnosis
     ) -> tuple[list[Candidate], dict[str, Status], list[str]]:
         """Dry-run preemption on the nodes where it might help (findCandidates)."""
-        potential = _unschedulable_slots(table, diagnosis)
+        potential = unschedulable_slots(table, diagnosis)
         if not potential:
             return [], {}, []
         budgets = [Budget.parse(obj) for obj in self.budgets]

@@ -60,6 +60,7 @@ from secondary_scheduler.framework.interface import (
 )
 from secondary_scheduler.framework.nodetable import NodeTable
 from secondary_scheduler.framework.podinfo import PodInfo
+from secondary_scheduler.framework.podmoves import PodMoves
 from secondary_scheduler.framework.profile import ExtensionPoint, ProfileLike
 from secondary_scheduler.framework.result import Explanation, PluginScores, ScheduleResult
 from secondary_scheduler.framework.scores import MAX_NODE_SCORE, MIN_NODE_SCORE
@@ -462,6 +463,12 @@ class Framework:
                     rejections.append((hit, rejection.reason))
         return rejected_by, unresolvable, rejections
 
+    def filters_read_totals_only(self, state: CycleState) -> bool:
+        """Whether no Filter that runs for the cycle of ``state`` reads which pods are on a node,
+        only the node totals: a what-if can then move pods in the totals alone (``PodMoves``)."""
+        skipped = state.skip_filter_plugins
+        return not any(plugin.reads_node_pods for plugin in self.filter_plugins if plugin.name not in skipped)
+
     def pre_filter_reads(self, pod: PodInfo) -> PodPredicate:
         """Whether adding or removing a pod may change PreFilter's output for ``pod`` (a plugin reads it)."""
         checks: list[PodPredicate] = []
@@ -495,14 +502,15 @@ class Framework:
         says which pods PreFilter reads, so that adding nominated pods it does not read
         reuses ``state`` too (None: it may read any).
         """
-        nominated = self._nominated_on(pod, table, table.names[slot])
+        nominated = self._nominated_pods_by_slot(pod, table, [slot]).get(slot, [])
         return self._filter_node(state, pod, table, slot, nominated, reads)
 
     def _nominated_pods_by_slot(
         self, pod: PodInfo, table: NodeTable, slots: Sequence[int] | None = None
     ) -> dict[int, list[PodInfo]]:
-        """Slot -> the pods nominated there that ``pod`` must leave room for (see ``_nominated_on``),
-        over every node or only over ``slots``."""
+        """Slot -> the pods nominated there that ``pod`` must leave room for, over every node or
+        only over ``slots``: those of equal or higher priority, except ``pod`` itself and pods the
+        table already counts (assumed or bound since: counting them twice would reject good nodes)."""
         by_node = self.handle.nominator.by_node()
         if not by_node:
             return {}
@@ -511,35 +519,22 @@ class Framework:
             places = ((table.slot_of(node), pods) for node, pods in by_node.items())
         else:
             places = ((slot, by_node.get(table.names[slot])) for slot in slots)
+        priority, uid, key, placed = pod.priority, pod.uid, pod.key, table.pod_keys
         by_slot: dict[int, list[PodInfo]] = {}
         for slot, pods in places:
             if slot is None or not pods:
                 continue
-            kept = self._kept_nominated(pod, table, pods.values())
+            kept = [
+                other
+                for other in pods.values()
+                if other.priority >= priority
+                and other.uid != uid
+                and other.key != key
+                and other.key not in placed
+            ]
             if kept:
                 by_slot[slot] = kept
         return by_slot
-
-    def _nominated_on(self, pod: PodInfo, table: NodeTable, node: str) -> list[PodInfo]:
-        """The pods nominated to ``node`` that ``pod`` must leave room for (see ``_kept_nominated``)."""
-        return self._kept_nominated(pod, table, self.handle.nominator.by_node().get(node, {}).values())
-
-    @staticmethod
-    def _kept_nominated(pod: PodInfo, table: NodeTable, nominated: Iterable[PodInfo]) -> list[PodInfo]:
-        """Of the pods nominated to a node, those ``pod`` must leave room for.
-
-        Those of equal or higher priority, except ``pod`` itself and pods the table already
-        counts (assumed or bound since: counting them twice would reject good nodes).
-        """
-        priority, uid, key, placed = pod.priority, pod.uid, pod.key, table.node_of_pod
-        return [
-            other
-            for other in nominated
-            if other.priority >= priority
-            and other.uid != uid
-            and other.key != key
-            and placed(other.key) is None
-        ]
 
     def _with_nominated_pods(
         self,
@@ -615,16 +610,13 @@ class Framework:
         pods_by_slot: Mapping[int, Sequence[PodInfo]] | None = None,
     ) -> dict[int, Status]:
         """Slot -> status of the nodes that do not fit (with their ``pods_by_slot`` added), in one pass."""
-        added = [(other, table.names[slot]) for slot, pods in (pods_by_slot or {}).items() for other in pods]
-        try:
-            table.add_pods(added)
+        added = [(slot, other) for slot, pods in (pods_by_slot or {}).items() for other in pods]
+        with PodMoves(table, totals_only=self.filters_read_totals_only(state)) as moves:
+            moves.add(added)
             rejected_by, unresolvable, rejections = self._filter_pass(state, pod, table, slots)
             diagnosis = self._diagnosis(table, slots, rejected_by, unresolvable, rejections, {})
-        finally:
-            table.remove_pods(other.key for other, _node in added if table.node_of_pod(other.key) is not None)
-        return {
-            int(slot): diagnosis.node_statuses[table.names[slot]] for slot in slots[rejected_by >= 0].tolist()
-        }
+        rejected = [] if diagnosis.node_slots is None else diagnosis.node_slots.tolist()
+        return dict(zip(rejected, diagnosis.node_statuses.values(), strict=True))
 
     def _filter_node(
         self,
@@ -665,21 +657,15 @@ class Framework:
 
         Upstream updates PreFilter's state with the plugins' AddPod extensions instead.
         """
-        node = table.names[slot]
-        added: list[PodInfo] = []
-        try:
-            for other in pods:
-                table.add_pod(other, node)
-                added.append(other)
+        totals_only = state is not None and self.filters_read_totals_only(state)
+        with PodMoves(table, totals_only=totals_only) as moves:
+            moves.add((slot, other) for other in pods)
             status = SUCCESS
             if state is None:
                 state = CycleState()
                 status = self._run_pre_filter(state, pod, table)
             if status.is_success:
                 status = self._filter_one(state, pod, table, slot)
-        finally:
-            for other in reversed(added):
-                table.remove_pod(other.key)
         return status
 
     def _filter_one(self, state: CycleState, pod: PodInfo, table: NodeTable, slot: int) -> Status:
@@ -712,7 +698,7 @@ class Framework:
         A node's reasons are the rejections (in the order the filters gave them) that hit it,
         written as a bit set per node, so that grouping thousands of nodes is a few numpy calls.
         """
-        diagnosis = Diagnosis(table.num_nodes)
+        diagnosis = Diagnosis(table.num_nodes, node_slots=candidates[:0])
         positions = np.flatnonzero(rejected_by >= 0)
         if not len(positions):
             return diagnosis
@@ -749,7 +735,8 @@ class Framework:
             for index, position in zip(missing.tolist(), positions[missing].tolist(), strict=True):
                 statuses[index] = found = overrides[position]
                 diagnosis.unschedulable_plugins.add(found.plugin)
-        names = map(table.names.__getitem__, candidates[positions].tolist())
+        diagnosis.node_slots = candidates[positions]
+        names = map(table.names.__getitem__, diagnosis.node_slots.tolist())
         diagnosis.node_statuses = dict(zip(names, statuses, strict=True))  # type: ignore[arg-type]  # None filled
         return diagnosis
 

@@ -212,15 +212,3 @@ def test_many_pods_moved_at_once_count_as_moved_one_by_one() -> None:
     one_by_one.add_pod(pods[2], "a")  # added again elsewhere: replaces the earlier add
     at_once.add_pods([(pods[2], "a")])
     same()
-
-
-def test_a_nodes_pod_order_comes_back_after_a_dry_run() -> None:
-    table = NodeTable.from_objects(
-        [make_node("a")], [make_pod(f"p{index}", node_name="a") for index in range(4)]
-    )
-    with table.pod_order_kept([0]):
-        table.remove_pods(["default/p0", "default/p2"])
-        table.add_pods(
-            [(table_pod, "a") for table_pod in (pod_info("p2", node_name="a"), pod_info("p0", node_name="a"))]
-        )
-    assert list(table.pods[0]) == [f"default/p{index}" for index in range(4)]

@@ -16,14 +16,21 @@ from typing import Any
 import numpy as np
 import pydantic
 import pytest
-from tests.unit.framework.kubeobjects import default_framework, make_node, make_pod, table_of
+from tests.unit.framework.kubeobjects import container, default_framework, make_node, make_pod, table_of
 
 from secondary_scheduler.config.plugin_catalog import CATALOG
 from secondary_scheduler.framework import CycleState, Framework, Handle, NodeTable, PodInfo, ScheduleResult
+from secondary_scheduler.framework.diagnosis import Diagnosis
 from secondary_scheduler.framework.informers import POD_DISRUPTION_BUDGETS
 from secondary_scheduler.framework.nominator import Nominator
-from secondary_scheduler.framework.preemption import Budget, Candidate, Victims, pick_one_node
-from secondary_scheduler.framework.status import Code
+from secondary_scheduler.framework.preemption import (
+    Budget,
+    Candidate,
+    Victims,
+    pick_one_node,
+    unschedulable_slots,
+)
+from secondary_scheduler.framework.status import Code, Status
 from secondary_scheduler.plugins.defaultpreemption import DefaultPreemption, DefaultPreemptionArgs
 from secondary_scheduler.plugins.defaultpreemption.plugin import PRE_FILTER_PASSED, PreemptionNote
 
@@ -603,6 +610,8 @@ def random_cluster(rng: random.Random, num_nodes: int) -> Cluster:
                 started=rng.choice((OLD, "2021-06-01T00:00:00Z", None)),
                 labels={"app": rng.choice(("x", "y", "z"))},
             )
+            if rng.random() < 0.15:  # NodePorts: the totals-only dry run moves host ports too
+                pod["spec"]["containers"][0]["ports"] = [{"containerPort": 80, "hostPort": 8080}]
             pods.append(pod)
             number += 1
     budgets = [pdb("x", "x", allowed=rng.randrange(0, 3)), pdb("y", "y", allowed=0, disrupted=["p0-0"])]
@@ -621,7 +630,11 @@ def test_nodes_judged_together_get_the_victims_each_gets_alone(seed: int) -> Non
     rng = random.Random(seed)
     cluster = random_cluster(rng, 12)
     plugin = cluster.plugin
-    preemptor = pending("preemptor", cpu=rng.choice(("3", "4", "5")), priority=100)
+    ports = [{"containerPort": 80, "hostPort": 8080}] if rng.random() < 0.5 else []
+    request = {"cpu": rng.choice(("3", "4", "5"))}
+    preemptor = PodInfo.from_pod(
+        make_pod("preemptor", priority=100, containers=[container(requests=request, ports=ports)])
+    )
     asked: list[CycleState] = []
     original = plugin.select_victims_on_nodes
 
@@ -634,6 +647,7 @@ def test_nodes_judged_together_get_the_victims_each_gets_alone(seed: int) -> Non
     plugin.select_victims_on_nodes = original  # type: ignore[method-assign]
     if not asked:
         return  # the pod fits somewhere, or no node is worth a dry run
+    assert cluster.framework.filters_read_totals_only(asked[0])  # the dry run moves pods in the totals alone
     table = cluster.table
     slots = [int(slot) for slot in table.node_order()]
     budgets = [Budget.parse(obj) for obj in cluster.handle.informer(POD_DISRUPTION_BUDGETS)]
@@ -684,3 +698,54 @@ def test_the_dry_run_in_chunks_finds_the_candidates_a_node_by_node_run_finds() -
     names = [cluster.table.names[slot] for slot in expected]
     lowest = min(names, key=lambda name: (int(name[1:]) % 7, names.index(name)))
     assert result.nominated_node == lowest
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_moves_in_the_totals_alone_decide_as_moves_on_the_whole_table(seed: int) -> None:
+    """Nominated pods counted and the dry run's moves, made in the node totals alone (no Filter
+    reads more), give the cycle the result, message and victims of moves on the whole table."""
+
+    def outcome(totals_only: bool) -> tuple[object, ...]:
+        rng = random.Random(seed)
+        cluster = random_cluster(rng, 12)
+        ports = [{"containerPort": 80, "hostPort": 8080}] if rng.random() < 0.5 else []
+        request = {"cpu": rng.choice(("1", "3", "5"))}
+        pod = PodInfo.from_pod(
+            make_pod(
+                "pod",
+                priority=rng.choice((40, 100, 160)),
+                containers=[container(requests=request, ports=ports)],
+            )
+        )
+        cluster.framework._rng = random.Random(seed)  # ties among the best nodes broken alike
+        cluster.plugin.rng = random.Random(seed)  # and the dry run starting at the same node
+        if not totals_only:
+            cluster.framework.filters_read_totals_only = lambda state: False  # type: ignore[method-assign]
+        result = cluster.schedule(pod)
+        note = cluster.state.notes.get("DefaultPreemption")
+        candidate = note.candidate if isinstance(note, PreemptionNote) else None
+        victims = [victim.name for victim in candidate.victims] if candidate is not None else []
+        return result.node_name, result.nominated_node, result.message, victims
+
+    assert outcome(True) == outcome(False)
+
+
+def test_the_nodes_worth_a_dry_run_are_found_by_slot_or_by_name_alike() -> None:
+    """The filter pass hands preemption each rejected node's slot; a diagnosis an extender added
+    nodes to (so the slots no longer cover it) is looked up by name, with the same answer."""
+    cluster = Cluster([make_node(f"n{index}", cpu="2") for index in range(6)])
+    unschedulable = Status.unschedulable("Insufficient cpu")
+    unresolvable = Status.unschedulable(
+        "node(s) didn't match Pod's node affinity/selector", unresolvable=True
+    )
+    statuses = {"n4": unschedulable, "n1": unresolvable, "n2": unschedulable, "gone": unschedulable}
+    for absent in (None, Status.unschedulable("the rest", unresolvable=False)):
+        by_name = Diagnosis(6, node_statuses=dict(statuses), absent_status=absent)
+        known = {name: status for name, status in statuses.items() if name != "gone"}
+        slots = cluster.table.slots_of(list(known))
+        by_slot = Diagnosis(6, node_statuses=known, node_slots=slots, absent_status=absent)
+        assert by_slot.slots_and_statuses() is not None and by_name.slots_and_statuses() is None
+        expected = ["n0", "n2", "n3", "n4", "n5"] if absent is not None else ["n2", "n4"]
+        for diagnosis in (by_name, by_slot):
+            found = [cluster.table.names[slot] for slot in unschedulable_slots(cluster.table, diagnosis)]
+            assert sorted(found) == expected

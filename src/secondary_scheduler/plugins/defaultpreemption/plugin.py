@@ -35,6 +35,7 @@ from secondary_scheduler.framework.interface import (
 )
 from secondary_scheduler.framework.nodetable import NodeTable
 from secondary_scheduler.framework.podinfo import PodInfo
+from secondary_scheduler.framework.podmoves import PodMoves
 from secondary_scheduler.framework.preemption import (
     Budget,
     Candidate,
@@ -166,13 +167,12 @@ class DefaultPreemption(PostFilterPlugin):
             elif base is not None and not any(map(reads, potential)):
                 together[slot] = potential
             else:
-                with table.pod_order_kept((slot,)):
-                    results[slot] = self._select_on_node(
-                        framework, base, pod, table, slot, potential, reads, budgets
-                    )
+                results[slot] = self._select_on_node(
+                    framework, base, pod, table, slot, potential, reads, budgets
+                )
         if base is not None and together:
-            with table.pod_order_kept(together):
-                results.update(self._select_together(framework, base, pod, table, together, reads, budgets))
+            with PodMoves(table, totals_only=framework.filters_read_totals_only(base)) as moves:
+                results.update(self._select_together(framework, base, pod, moves, together, reads, budgets))
         return [results[slot] for slot in slots]
 
     def _select_on_node(
@@ -187,7 +187,6 @@ class DefaultPreemption(PostFilterPlugin):
         budgets: Sequence[Budget],
     ) -> Victims:
         """One node's victims, filtering after each move (PreFilter again while a pod it reads is off)."""
-        node = table.names[slot]
         read = {other.key for other in potential if reads(other)}
         removed_read = 0
 
@@ -195,9 +194,8 @@ class DefaultPreemption(PostFilterPlugin):
             current = base if removed_read == 0 else None
             return framework.run_filters_with_nominated_pods(pod, table, slot, current, reads).is_success
 
-        try:
-            for other in potential:
-                table.remove_pod(other.key)
+        with PodMoves(table, totals_only=False) as moves:
+            moves.remove((slot, other) for other in potential)
             removed_read = len(read)
             current = base if removed_read == 0 else None
             status = framework.run_filters_with_nominated_pods(pod, table, slot, current, reads)
@@ -207,24 +205,20 @@ class DefaultPreemption(PostFilterPlugin):
             for other in plan.order:
                 if plan.settled_without_filtering(other):
                     continue
-                table.add_pod(other, node)
+                moves.add([(slot, other)])
                 removed_read -= other.key in read
                 if not fits():
-                    table.remove_pod(other.key)
+                    moves.remove([(slot, other)])
                     removed_read += other.key in read
                     plan.victims.append(other)
             return plan.result()
-        finally:
-            for other in potential:
-                if table.node_of_pod(other.key) is None:
-                    table.add_pod(other, node)
 
     def _select_together(
         self,
         framework: Framework,
         base: CycleState,
         pod: PodInfo,
-        table: NodeTable,
+        moves: PodMoves,
         potential_by_slot: dict[int, list[PodInfo]],
         reads: PodPredicate,
         budgets: Sequence[Budget],
@@ -234,46 +228,40 @@ class DefaultPreemption(PostFilterPlugin):
         The same steps as ``_select_on_node``, each one taken on every node at once: all possible
         victims off, one filter pass; then round by round each node puts back its next pod and
         one pass over those nodes decides who stays. A node's filters see only its own pods, and
-        PreFilter's output holds throughout (it reads none of the pods moved).
+        PreFilter's output holds throughout (it reads none of the pods moved). The caller undoes
+        the ``moves``.
         """
+        table = moves.table
         results: dict[int, Victims] = {}
-        try:
-            table.remove_pods(other.key for potential in potential_by_slot.values() for other in potential)
-            rejected = framework.run_filters_on_nodes(pod, table, list(potential_by_slot), base, reads)
-            for slot, status in rejected.items():
-                results[slot] = Victims([], 0, status)
-            now = self.handle.wall_clock()
-            plans = {
-                slot: _Reprieve.of(potential, budgets, now)
-                for slot, potential in potential_by_slot.items()
-                if slot not in rejected
-            }
-            step = 0
-            while plans:
-                trying: dict[int, PodInfo] = {}
-                for slot, plan in list(plans.items()):
-                    if step == len(plan.order):
-                        results[slot] = plan.result()
-                        del plans[slot]
-                        continue
-                    other = plan.order[step]
-                    if not plan.settled_without_filtering(other):
-                        trying[slot] = other
-                if trying:
-                    table.add_pods((other, table.names[slot]) for slot, other in trying.items())
-                    rejected = framework.run_filters_on_nodes(pod, table, list(trying), base, reads)
-                    table.remove_pods(trying[slot].key for slot in rejected)
-                    for slot in rejected:
-                        plans[slot].victims.append(trying[slot])
-                step += 1
-            return results
-        finally:
-            table.add_pods(
-                (other, table.names[slot])
-                for slot, potential in potential_by_slot.items()
-                for other in potential
-                if table.node_of_pod(other.key) is None
-            )
+        moves.remove((slot, other) for slot, potential in potential_by_slot.items() for other in potential)
+        rejected = framework.run_filters_on_nodes(pod, table, list(potential_by_slot), base, reads)
+        for slot, status in rejected.items():
+            results[slot] = Victims([], 0, status)
+        now = self.handle.wall_clock()
+        plans = {
+            slot: _Reprieve.of(potential, budgets, now)
+            for slot, potential in potential_by_slot.items()
+            if slot not in rejected
+        }
+        step = 0
+        while plans:
+            trying: dict[int, PodInfo] = {}
+            for slot, plan in list(plans.items()):
+                if step == len(plan.order):
+                    results[slot] = plan.result()
+                    del plans[slot]
+                    continue
+                other = plan.order[step]
+                if not plan.settled_without_filtering(other):
+                    trying[slot] = other
+            if trying:
+                moves.add(trying.items())
+                rejected = framework.run_filters_on_nodes(pod, table, list(trying), base, reads)
+                moves.remove((slot, trying[slot]) for slot in rejected)
+                for slot in rejected:
+                    plans[slot].victims.append(trying[slot])
+            step += 1
+        return results
 
 
 @dataclass

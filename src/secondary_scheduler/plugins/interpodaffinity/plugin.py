@@ -39,6 +39,7 @@ _PRE_SCORE_KEY = "PreScoreInterPodAffinity"
 
 class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
     name: ClassVar[str] = "InterPodAffinity"
+    reads_node_pods: ClassVar[bool] = False
     args_model = InterPodAffinityArgs
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
@@ -74,11 +75,11 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         terms = (*pod.required_affinity_terms, *pod.required_anti_affinity_terms)
 
         def reads(other: PodInfo) -> bool:
-            if any(
+            if other.required_anti_affinity_terms and any(
                 term.matches(pod.namespace, pod.labels, labels) for term in other.required_anti_affinity_terms
             ):
                 return True
-            return any(term.matches(other.namespace, other.labels, labels) for term in terms)
+            return bool(terms) and any(term.matches(other.namespace, other.labels, labels) for term in terms)
 
         return reads
 

@@ -40,6 +40,7 @@ REASON_ENFORCED = "node(s) didn't match scheduler-enforced node affinity"
 
 class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
     name: ClassVar[str] = "NodeAffinity"
+    reads_node_pods: ClassVar[bool] = False
     args_model = NodeAffinityArgs
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:

@@ -16,6 +16,7 @@ REASON = "node(s) didn't match the requested node name"
 
 class NodeName(FilterPlugin):
     name: ClassVar[str] = "NodeName"
+    reads_node_pods: ClassVar[bool] = False
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         return (ClusterEventWithHint(ClusterEvent(NODE, ActionType.ADD)),)

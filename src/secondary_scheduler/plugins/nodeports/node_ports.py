@@ -27,6 +27,7 @@ REASON = "node(s) didn't have free ports for the requested pod ports"
 
 class NodePorts(PreFilterPlugin, FilterPlugin):
     name: ClassVar[str] = "NodePorts"
+    reads_node_pods: ClassVar[bool] = False
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         return (

@@ -108,6 +108,7 @@ def _scorer(strategy: Mapping[str, Any]) -> Scorer:
 
 class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
     name: ClassVar[str] = "NodeResourcesFit"
+    reads_node_pods: ClassVar[bool] = False
     args_model = NodeResourcesFitArgs
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:

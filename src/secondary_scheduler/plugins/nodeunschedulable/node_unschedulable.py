@@ -22,6 +22,7 @@ _UNSCHEDULABLE_TAINT = Taint(UNSCHEDULABLE_TAINT_KEY, "", NO_SCHEDULE)
 
 class NodeUnschedulable(FilterPlugin):
     name: ClassVar[str] = "NodeUnschedulable"
+    reads_node_pods: ClassVar[bool] = False
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         """``spec.unschedulable`` counts as a taint change, as upstream classifies it."""

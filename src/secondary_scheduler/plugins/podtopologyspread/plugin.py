@@ -49,6 +49,7 @@ def _matching(state: CycleState, pod: PodInfo, table: NodeTable) -> MatchingPods
 
 class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
     name: ClassVar[str] = "PodTopologySpread"
+    reads_node_pods: ClassVar[bool] = False
     args_model = PodTopologySpreadArgs
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:

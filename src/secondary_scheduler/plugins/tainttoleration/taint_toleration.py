@@ -48,6 +48,7 @@ class _PreferNoScheduleTolerations(tuple[Toleration, ...]):
 
 class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin):
     name: ClassVar[str] = "TaintToleration"
+    reads_node_pods: ClassVar[bool] = False
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         return (ClusterEventWithHint(ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT)),)

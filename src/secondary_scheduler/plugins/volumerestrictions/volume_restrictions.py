@@ -39,6 +39,7 @@ from secondary_scheduler.framework.interface import (
     PodPredicate,
     PreFilterPlugin,
     Rejection,
+    reads_no_pod,
 )
 from secondary_scheduler.framework.nodetable import NodeTable
 from secondary_scheduler.framework.podinfo import PodInfo
@@ -122,9 +123,9 @@ class VolumeRestrictions(PreFilterPlugin, FilterPlugin):
     def pods_read(self, pod: PodInfo) -> PodPredicate:
         """ReadWriteOncePod counts the pods of the pod's namespace that use one of its claims."""
         mine = _claim_names(pod.obj)
-        return lambda other: (
-            bool(mine) and other.namespace == pod.namespace and bool(mine & _claim_names(other.obj))
-        )
+        if not mine:
+            return reads_no_pod
+        return lambda other: other.namespace == pod.namespace and bool(mine & _claim_names(other.obj))
 
     def pre_filter(self, state: CycleState, pod: PodInfo, table: NodeTable) -> Status:
         needs_check = any(needs_restrictions_check(volume) for volume in helpers.pod_volumes(pod.obj))
