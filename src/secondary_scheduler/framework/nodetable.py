@@ -145,6 +145,9 @@ class NodeTable:
         self._request_rows: dict[str, tuple[PodInfo, IntArray, IntArray]] = {}
         self._zones = _ZoneTree()
         self._indexes: dict[str, PodIndex] = {}
+        self.slots_version = 0
+        """Bumped whenever which node holds which slot changes (a node added or removed, the arrays
+        grown): a cache laid out by slot compares it rather than every node's name each cycle."""
 
     @classmethod
     def from_objects(
@@ -211,6 +214,7 @@ class NodeTable:
         slot = self._take_slot()
         self._slots[name] = slot
         self.names[slot] = name
+        self.slots_version += 1
         self.active[slot] = True
         self._set_node_fields(slot, node)
         self._zones.add(name, zone_key(self.labels[slot]))
@@ -231,6 +235,7 @@ class NodeTable:
         slot = self._slots.pop(name, None)
         if slot is None:
             return
+        self.slots_version += 1
         self._zones.remove(name)
         waiting = self._waiting.setdefault(name, {})
         for key, pod in list(self.pods[slot].items()):
@@ -361,6 +366,7 @@ class NodeTable:
 
     def _grow(self, capacity: int) -> None:
         extra = capacity - self.capacity
+        self.slots_version += 1
         self.allocatable = _with_rows(self.allocatable, extra)
         self.requested = _with_rows(self.requested, extra)
         self.non_zero_requested = _with_rows(self.non_zero_requested, extra)

@@ -212,3 +212,20 @@ def test_many_pods_moved_at_once_count_as_moved_one_by_one() -> None:
     one_by_one.add_pod(pods[2], "a")  # added again elsewhere: replaces the earlier add
     at_once.add_pods([(pods[2], "a")])
     same()
+
+
+def test_the_slots_version_moves_only_when_which_node_holds_a_slot_changes() -> None:
+    """Caches laid out by slot (Trimaran's) rebuild on it: node added, removed, arrays grown."""
+    table = NodeTable(capacity=1)
+    seen = [table.slots_version]
+    table.add_node(make_node("a"))
+    seen.append(table.slots_version)
+    table.add_node(make_node("b"))  # the arrays grow
+    seen.append(table.slots_version)
+    assert seen[0] < seen[1] < seen[2]
+    table.update_node(make_node("a", labels={"x": "y"}))
+    table.add_pod(pod_info("p", requests={"cpu": "1"}), "a")
+    table.remove_pod("default/p")
+    assert table.slots_version == seen[2]
+    table.remove_node("b")
+    assert table.slots_version > seen[2]

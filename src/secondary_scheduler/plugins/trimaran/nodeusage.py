@@ -267,7 +267,7 @@ class NodeMetricsView:
         """The index of the newest fetched snapshot, built by the refresh before it is handed out."""
         collector.on_snapshot(self._prepare)
         self._table: NodeTable | None = None
-        self._names: list[str] = []
+        self._slots_version = -1
         self._rows: IntArray = np.zeros(0, dtype=np.int64)
         self._warned_nodes: dict[str, set[str]] = {resource: set() for resource in RESOURCES}
         self._warned_series: set[str] = set()
@@ -317,11 +317,11 @@ class NodeMetricsView:
 
     def _rows_for(self, table: NodeTable, index: SnapshotIndex) -> IntArray:
         """Slot -> snapshot row, rebuilt when the snapshot or the table's set of nodes changes."""
-        if table is not self._table or table.names != self._names:
+        if table is not self._table or table.slots_version != self._slots_version:
             self._table = table
-            self._names = list(table.names)
+            self._slots_version = table.slots_version
             missing = index.no_metrics_row
-            self._rows = np.array([index.row_of.get(name, missing) for name in self._names], dtype=np.int64)
+            self._rows = np.array([index.row_of.get(name, missing) for name in table.names], dtype=np.int64)
             self._check_coverage(table, index)
         return self._rows
 

@@ -112,15 +112,15 @@ class MissingColumn:
 
     def __init__(self) -> None:
         self._table: NodeTable | None = None
-        self._names: list[str] = []
+        self._slots_version = -1
         self._values: IntArray = np.zeros(0, dtype=np.int64)
 
     def of(self, table: NodeTable, sums: Mapping[str, int], changed: Iterable[str] | None) -> IntArray:
         """The column for ``table``; ``changed``: the nodes whose sums changed, None for all."""
-        if changed is None or table is not self._table or table.names != self._names:
+        if changed is None or table is not self._table or table.slots_version != self._slots_version:
             self._table = table
-            self._names = list(table.names)
-            self._values = np.zeros(len(self._names), dtype=np.int64)
+            self._slots_version = table.slots_version
+            self._values = np.zeros(len(table.names), dtype=np.int64)
             changed = sums
         slot_of = table.slot_of
         for node in changed:
