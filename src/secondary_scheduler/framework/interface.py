@@ -175,8 +175,10 @@ class FilterPlugin(Plugin):
 class PostFilterResult(NamedTuple):
     status: Status
     """Success: room was made (the pod is requeued to take it); else why nothing could be done."""
-    nominated_node: str = ""
-    """Where the pod should go once the room is free (written to ``status.nominatedNodeName``)."""
+    nominated_node: str | None = None
+    """Where the pod should go once the room is free, "" to take back an earlier nomination, None
+    to leave it as it is. The framework keeps it in memory at once (nominated pods' room is kept
+    for them) and writes it to ``status.nominatedNodeName`` with the PodScheduled condition."""
 
 
 class PostFilterPlugin(Plugin):

@@ -6,15 +6,15 @@ nominated pods of equal or higher priority on their node (``Framework._run_filte
 
 The nominator learns nominations from two places, as upstream's does:
 
-- the preemption plugin, the moment it nominates (before the status patch reaches the API
-  server, so the next cycle already respects it);
+- the framework, the moment a PostFilter plugin (preemption) nominates (before the status
+  patch reaches the API server, so the next cycle already respects it);
 - the scheduler's pod watch: ``status.nominatedNodeName`` of the unassigned pods of our
   profiles (set by this process earlier, or by another instance before a restart). An
   update that shows no nomination on either side keeps the one set in memory (the watch
   may lag behind the plugin); one that clears it, a binding or a deletion drops it.
 
-One Nominator serves every profile (``handle.nominator``); it is fed only once a plugin
-asks for it (``watch``), so a scheduler without preemption pays nothing.
+One Nominator serves every profile (``handle.nominator``); it is fed only for profiles with
+PostFilter plugins (``watch``), so a scheduler without preemption pays nothing.
 """
 
 from __future__ import annotations

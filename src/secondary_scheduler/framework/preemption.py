@@ -487,20 +487,6 @@ class Evaluator:
             if not error.not_found:
                 raise
 
-    def nominate(self, pod: PodInfo, node: str) -> None:
-        """Record the pod's nomination (a node, or "" to clear it) in memory now and on the pod soon.
-
-        What kube-scheduler's failure handler does with PostFilter's nominating info: the
-        nominator first, so the next cycle keeps the room; then the status patch.
-        """
-        had = self.handle.nominator.node_of(pod.uid) or (pod.obj.get("status") or {}).get("nominatedNodeName")
-        if node:
-            self.handle.nominator.add(pod, node)
-        else:
-            self.handle.nominator.remove(pod.uid)
-        if self.handle.client is not None and (node or had) and node != had:
-            self.handle.spawn(self.set_nominated_node(pod, node), name=f"nominate-{pod.key}")
-
 
 def disruption_condition(victim: PodInfo, scheduler_name: str) -> dict[str, Any] | None:
     """The DisruptionTarget condition preemption puts on a victim; None if it already has it."""

@@ -59,8 +59,9 @@ class ScheduleResult:
     diagnosis: Diagnosis | None = None
     """Why nodes were rejected (on success only when the cycle was asked to explain itself)."""
     explanation: Explanation | None = None
-    nominated_node: str = ""
-    """Set when PostFilter (preemption) made room: where the pod should go on its next try."""
+    nominated_node: str | None = None
+    """Set when PostFilter (preemption) changed the pod's nomination: the node where it should go
+    on its next try, or "" when an earlier nomination was taken back; None when unchanged."""
 
     @property
     def message(self) -> str:

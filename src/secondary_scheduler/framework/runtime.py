@@ -162,6 +162,8 @@ class Framework:
         self.pre_filter_plugins = self._plugins_at(ExtensionPoint.PRE_FILTER, PreFilterPlugin)
         self.filter_plugins = self._plugins_at(ExtensionPoint.FILTER, FilterPlugin)
         self.post_filter_plugins = self._plugins_at(ExtensionPoint.POST_FILTER, PostFilterPlugin)
+        if self.post_filter_plugins:  # they may nominate: keep the nominations the pods show
+            self.handle.nominator.watch(self.handle, self.scheduler_name)
         self.pre_score_plugins = self._plugins_at(ExtensionPoint.PRE_SCORE, PreScorePlugin)
         self.score_plugins = self._plugins_at(ExtensionPoint.SCORE, ScorePlugin)
         self.reserve_plugins = self._plugins_at(ExtensionPoint.RESERVE, ReservePlugin)
@@ -745,7 +747,7 @@ class Framework:
     ) -> ScheduleResult:
         """Run PostFilter (preemption may nominate a node) and report the FitError."""
         messages: list[str] = []
-        nominated = ""
+        nominated: str | None = None
         for plugin in self.post_filter_plugins:
             status, nominated_node = plugin.post_filter(state, pod, table, diagnosis)
             if status.is_success:
@@ -756,16 +758,32 @@ class Framework:
                 message = f"running PostFilter plugin {plugin.name!r}: {status.message}"
                 return ScheduleResult(Status.error(message).with_plugin(plugin.name), diagnosis=diagnosis)
             if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                nominated = nominated_node
                 messages = list(status.reasons)
                 break
+            if nominated_node is not None:
+                nominated = nominated_node
             messages.extend(status.reasons)
         diagnosis.post_filter_message = ", ".join(messages)
         return ScheduleResult(
             Status.unschedulable(diagnosis.message()),
             evaluated_nodes=evaluated,
             diagnosis=diagnosis,
-            nominated_node=nominated,
+            nominated_node=self._nominate(pod, nominated),
         )
+
+    def _nominate(self, pod: PodInfo, node: str | None) -> str | None:
+        """Apply PostFilter's nomination in memory now, so the next cycle already keeps the room
+        (kube-scheduler's AddNominatedPod); the nomination to write on the pod if it changed."""
+        if node is None:
+            return None
+        nominator = self.handle.nominator
+        had = nominator.node_of(pod.uid) or (pod.obj.get("status") or {}).get("nominatedNodeName") or ""
+        if node:
+            nominator.add(pod, node)
+        else:
+            nominator.remove(pod.uid)
+        return node if node != had else None
 
     def _select(
         self,

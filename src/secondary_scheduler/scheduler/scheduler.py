@@ -33,9 +33,9 @@ from secondary_scheduler.kube.reflector import Reflector
 from secondary_scheduler.kube.store import Fanout
 from secondary_scheduler.scheduler.assumed import AssumedPods
 from secondary_scheduler.scheduler.eventhandlers import EventHandlers
-from secondary_scheduler.scheduler.events import SCHEDULER_ERROR, UNSCHEDULABLE, set_unschedulable_condition
 from secondary_scheduler.scheduler.extenders import build_extenders
 from secondary_scheduler.scheduler.metrics import SchedulerMetrics
+from secondary_scheduler.scheduler.podstatus import SCHEDULER_ERROR, UNSCHEDULABLE, PodStatusWriter
 from secondary_scheduler.scheduler.queue import QueuedPod, SchedulingQueue
 
 log = logging.getLogger(__name__)
@@ -73,6 +73,7 @@ class Scheduler:
         self.api = api
         self.metrics = metrics or SchedulerMetrics()
         self.events = EventRecorder(events_api)
+        self.pod_status = PodStatusWriter(api)
         # One handle for every profile: what plugins ask of it (informers, services, pod
         # hooks) is set up once, however many profiles use it.
         self.handle = Handle(
@@ -165,6 +166,7 @@ class Scheduler:
         """Wait a little for bindings in flight, then stop everything we started."""
         if self._tasks:
             await asyncio.wait(list(self._tasks), timeout=grace)
+        await self.pod_status.close(grace)
         for task in [*self._tasks, *self._background]:
             task.cancel()
         for task in [*self._tasks, *self._background]:
@@ -276,7 +278,13 @@ class Scheduler:
             diagnosis = result.diagnosis
             rejectors = frozenset(diagnosis.unschedulable_plugins) if diagnosis is not None else frozenset()
             self._failed(
-                item, profile, result.message, started, unschedulable=unschedulable, rejectors=rejectors
+                item,
+                profile,
+                result.message,
+                started,
+                unschedulable=unschedulable,
+                rejectors=rejectors,
+                nominated=result.nominated_node,
             )
             return
         self.assumed.assume(pod, node)
@@ -307,8 +315,13 @@ class Scheduler:
         started: float,
         unschedulable: bool,
         rejectors: frozenset[str] = frozenset(),
+        nominated: str | None = None,
     ) -> None:
-        """Requeue the pod (``rejectors``: the plugins whose events can help it) and tell its user."""
+        """Requeue the pod (``rejectors``: the plugins whose events can help it) and tell its user.
+
+        ``nominated``: the nomination PostFilter changed (a node, or "" for none), written in
+        the same status patch as the condition, as kube-scheduler's failure handler does.
+        """
         pod = item.pod
         result = "unschedulable" if unschedulable else "error"
         self.metrics.schedule_attempts.labels(result, profile).inc()
@@ -317,7 +330,7 @@ class Scheduler:
         self.queue.requeue_failed(item, unschedulable=unschedulable, rejectors=rejectors)
         self.events.failed(pod, profile, message)
         reason = UNSCHEDULABLE if unschedulable else SCHEDULER_ERROR
-        self._spawn(set_unschedulable_condition(self.api, pod, message, reason), name=f"condition-{pod.key}")
+        self.pod_status.update(pod, reason=reason, message=message, nominated=nominated)
 
     async def _binding_cycle(
         self,

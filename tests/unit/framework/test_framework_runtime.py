@@ -26,6 +26,8 @@ from secondary_scheduler.framework.interface import (
     FilterPlugin,
     PermitPlugin,
     PostBindPlugin,
+    PostFilterPlugin,
+    PostFilterResult,
     PreBindPlugin,
     PreFilterPlugin,
     PreScorePlugin,
@@ -253,6 +255,39 @@ def test_no_nodes_at_all() -> None:
     result = default_framework().schedule(pod_info("p"), NodeTable())
     assert result.status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
     assert result.message == "no nodes available to schedule pods"
+
+
+class Nominate(PostFilterPlugin):
+    """Answers each PostFilter call with the next of ``answers``."""
+
+    name: ClassVar[str] = "Nominate"
+    answers: ClassVar[list[PostFilterResult]] = []
+
+    def post_filter(
+        self, state: CycleState, pod: PodInfo, table: NodeTable, diagnosis: object
+    ) -> PostFilterResult:
+        return self.answers.pop(0)
+
+
+def test_post_filter_nominations_are_kept_in_memory_and_reported_when_they_change() -> None:
+    plugins = {"preFilter": [("Refuse", 0)], "postFilter": [("Nominate", 0)]}
+    registry = merge(in_tree_registry(), (Refuse, Nominate), "test")
+    fw = Framework(ProfileSpec("test", plugins), registry, Handle())
+    pod = pod_info("p")
+    nominator = fw.handle.nominator
+    Nominate.answers[:] = [
+        PostFilterResult(SUCCESS, "n1"),
+        PostFilterResult(SUCCESS, "n1"),  # the same node again: nothing new to write
+        PostFilterResult(Status.unschedulable("no luck")),  # None: left as it is
+        PostFilterResult(Status.unschedulable("gone"), ""),  # taken back
+    ]
+    reported = [fw.schedule(pod, numbered_nodes(2)).nominated_node for _ in range(2)]
+    assert reported == ["n1", None] and nominator.node_of(pod.uid) == "n1"
+    assert fw.schedule(pod, numbered_nodes(2)).nominated_node is None
+    assert nominator.node_of(pod.uid) == "n1"
+    assert fw.schedule(pod, numbered_nodes(2)).nominated_node == ""
+    assert nominator.node_of(pod.uid) is None
+    assert fw.handle.shared.pod_handlers == [nominator]  # a PostFilter profile follows the pods' nominations
 
 
 class Refuse(PreFilterPlugin):

@@ -90,8 +90,6 @@ class DefaultPreemption(PostFilterPlugin):
         self.evaluator = Evaluator(self.name, handle, self)
         self._reads: dict[str, PodPredicate] = {}
         """Pod UID -> which pods its PreFilter reads, while its dry run lasts."""
-        if handle.framework is not None:
-            handle.nominator.watch(handle, handle.framework.scheduler_name)
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         # PostFilter never rejects a pod itself: the filters' plugins own its requeueing.
@@ -106,15 +104,13 @@ class DefaultPreemption(PostFilterPlugin):
             preemption = self.evaluator.preempt(state, pod, table, diagnosis)
         finally:
             self._reads.pop(pod.uid, None)
-        if preemption.nominated_node is not None:
-            self.evaluator.nominate(pod, preemption.nominated_node)
         status = preemption.status
         state.add_note(PreemptionNote(self.name, status.message, preemption.candidate))
         if status.is_success:
-            return PostFilterResult(SUCCESS, preemption.nominated_node or "")
+            return PostFilterResult(SUCCESS, preemption.nominated_node)
         if status.message:
             status = Status(status.code, (f"preemption: {status.message}",))
-        return PostFilterResult(status)
+        return PostFilterResult(status, preemption.nominated_node)
 
     # -- preemption.PreemptionInterface ---------------------------------------------------------
     def offset_and_num_candidates(self, num_nodes: int) -> tuple[int, int]:
