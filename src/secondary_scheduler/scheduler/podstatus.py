@@ -79,6 +79,12 @@ class PodStatusWriter:
                 entry.nominated = nominated
         self._start_workers()
 
+    def forget(self, uid: str) -> None:
+        """Drop what is unsent for this pod: it is being bound, and a late PodScheduled=False would
+        contradict the binding (upstream's dispatcher lets a binding call supersede a status patch)."""
+        if self._pending.pop(uid, None) is not None and uid not in self._in_flight:
+            self._order.remove(uid)
+
     @property
     def backlog(self) -> int:
         """Patches not yet sent (for tests and the debugging dump)."""

@@ -287,6 +287,7 @@ class Scheduler:
                 nominated=result.nominated_node,
             )
             return
+        self.pod_status.forget(pod.uid)  # an unsent failure of an earlier attempt is obsolete now
         self.assumed.assume(pod, node)
         status = framework.reserve(state, pod, node)
         waiting: WaitingPod | None = None

@@ -93,6 +93,20 @@ async def test_an_update_while_the_pods_patch_is_on_the_way_is_sent_after_it() -
     assert [condition_message(status) for _, status in api.patches] == ["first", "second"]
 
 
+async def test_a_pod_being_bound_has_its_unsent_failure_dropped() -> None:
+    api = GatedApi()
+    writer = PodStatusWriter(api, lanes=1)  # type: ignore[arg-type]
+    writer.update(pod("busy"), reason=UNSCHEDULABLE, message="x")
+    await asyncio.sleep(0)
+    writer.update(pod("p"), reason=UNSCHEDULABLE, message="x", nominated="node-a")
+    writer.update(pod("q"), reason=UNSCHEDULABLE, message="x")
+    writer.forget("uid-p")
+    writer.forget("uid-unknown")
+    assert writer.backlog == 1
+    await drained(writer, api)
+    assert [name for name, _ in api.patches] == ["busy", "q"]
+
+
 async def test_no_more_than_the_lanes_are_in_flight() -> None:
     api = GatedApi()
     writer = PodStatusWriter(api, lanes=3)  # type: ignore[arg-type]
