@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import logging
 import time
 from collections.abc import Callable, Coroutine, Mapping
@@ -34,6 +33,7 @@ from secondary_scheduler.kube.store import Fanout
 from secondary_scheduler.scheduler.assumed import AssumedPods
 from secondary_scheduler.scheduler.eventhandlers import EventHandlers
 from secondary_scheduler.scheduler.extenders import build_extenders
+from secondary_scheduler.scheduler.garbage import FullPasses
 from secondary_scheduler.scheduler.metrics import SchedulerMetrics
 from secondary_scheduler.scheduler.podstatus import SCHEDULER_ERROR, UNSCHEDULABLE, PodStatusWriter
 from secondary_scheduler.scheduler.queue import QueuedPod, SchedulingQueue
@@ -43,19 +43,6 @@ log = logging.getLogger(__name__)
 # kube-scheduler's informer ignores finished pods: they hold no resources.
 ACTIVE_PODS_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
 _ACTIONS = {"ADDED": ActionType.ADD, "MODIFIED": ActionType.UPDATE_OTHER, "DELETED": ActionType.DELETE}
-
-
-def settle_garbage_collector() -> None:
-    """Keep the synced caches out of the cyclic garbage collector's full passes.
-
-    Go's collector runs beside the scheduler; CPython's stops everything, and a full pass
-    walks every live object: with thousands of nodes' JSON in the caches that took long enough
-    (tens to hundreds of milliseconds) to show in pods' p99 latency. What exists once the caches
-    have synced lives as long as the process, so it is moved to the permanent generation, which
-    full passes skip; objects made later are collected as usual.
-    """
-    gc.collect()
-    gc.freeze()
 
 
 class Scheduler:
@@ -129,6 +116,7 @@ class Scheduler:
         self._bind_slots = asyncio.Semaphore(bind_concurrency)
         self._tasks: set[asyncio.Task[None]] = set()
         self._background: list[asyncio.Task[None]] = []
+        self.full_passes = FullPasses(self.queue.call_when_idle)
 
     # -- lifecycle ---------------------------------------------------------------------
     def synced(self) -> bool:
@@ -142,7 +130,8 @@ class Scheduler:
         self.events.start()
         await asyncio.gather(*(reflector.synced.wait() for reflector in self.reflectors))
         await self.handle.start_services()  # e.g. a first metrics fetch, so the first cycle is not blind
-        settle_garbage_collector()
+        self.full_passes.settle()
+        self._background.append(asyncio.create_task(self.full_passes.run(), name="cycle-collector"))
         log.info(
             "caches synced: %d nodes, %d pods pending",
             self.table.num_nodes,
@@ -172,6 +161,7 @@ class Scheduler:
         for task in [*self._tasks, *self._background]:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+        self.full_passes.restore()
         await self.events.stop()
         await self.handle.stop_services()
         for extender in self.extenders:
