@@ -57,9 +57,9 @@ class BenchOptions:
     """Saturation runs per scheduler, class and size."""
     open_loop: bool = True
     """Also run each scheduler once per class at a fixed arrival rate below both one's capacity."""
-    open_loop_fraction: float = 0.5
+    open_loop_fraction: float = 0.35
     """The open-loop arrival rate: this share of the lower of the two saturation throughputs."""
-    open_loop_pods: int = 300
+    open_loop_pods: int = 500
     profile: bool = True
     """Sample our scheduler's stacks (py-spy) during the workloads section's saturation runs."""
 

@@ -486,6 +486,17 @@ def test_render_has_the_summary_every_run_and_the_method() -> None:
     assert "scheduling cycles 90%" in rendered and "50% `Fit.filter (x.py)`" in rendered
 
 
+def test_every_run_says_how_busy_the_whole_machine_was() -> None:
+    cpu = {"scheduler": 1.0, "etcd": 2.0}
+    busy = _record("basic", OURS, OPEN_LOOP, 100.0, 0.02, span=2.0, cpu_seconds=cpu)
+    assert busy.machine_busy == 1.5
+    assert math.isnan(_record("basic", OURS, OPEN_LOOP, 100.0, 0.02, span=math.nan).machine_busy)
+    section = WorkloadsSection(_options())
+    section.records = [busy]
+    row = next(line for line in section.render(run_info(_options())).splitlines() if "open-loop" in line)
+    assert row.endswith("| 1.50 |")
+
+
 def test_open_loop_rate_of_the_section_uses_each_schedulers_best_saturation_run() -> None:
     section = WorkloadsSection(_options(open_loop_fraction=0.5))
     assert section.open_loop_rate(100, "basic") is None
