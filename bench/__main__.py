@@ -154,9 +154,15 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--open-loop-fraction",
         type=_fraction,
-        default=0.35,
-        help="the open-loop arrival rate as a share of the lower of the two saturation throughputs "
-        "(at 0.5 the 2-CPU machine itself was 90-96 %% busy in the basic class: latency measured its queue)",
+        default=0.5,
+        help="the open-loop arrival rate as a share of the lower of the two saturation throughputs",
+    )
+    p.add_argument(
+        "--open-loop-max-rate",
+        type=float,
+        default=30.0,
+        help="the most pods/s of an open-loop run (0: no ceiling); at 60-110 pods/s the control plane "
+        "alone kept a 2-CPU machine 80-96 %% busy, and latency measured the machine's queue",
     )
     p.add_argument("--open-loop-pods", type=int, default=500, help="pods of each open-loop run")
     p.add_argument("--qps", type=float, default=5000.0, help="client QPS of both schedulers")
@@ -283,6 +289,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         workload_repeats=max(1, args.workload_repeats),
         open_loop=args.open_loop,
         open_loop_fraction=args.open_loop_fraction,
+        open_loop_max_rate=max(0.0, args.open_loop_max_rate),
         open_loop_pods=max(1, args.open_loop_pods),
     )
     output = None if args.output == "-" else Path(args.output)

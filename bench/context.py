@@ -57,8 +57,11 @@ class BenchOptions:
     """Saturation runs per scheduler, class and size."""
     open_loop: bool = True
     """Also run each scheduler once per class at a fixed arrival rate below both one's capacity."""
-    open_loop_fraction: float = 0.35
-    """The open-loop arrival rate: this share of the lower of the two saturation throughputs."""
+    open_loop_fraction: float = 0.5
+    """The open-loop arrival rate: this share of the lower of the two saturation throughputs..."""
+    open_loop_max_rate: float = 30.0
+    """...and at most this many pods/s (0: no ceiling): above, the control plane's own work kept the
+    2-CPU machine 80-96 % busy, and latency measured the machine's queue."""
     open_loop_pods: int = 500
     profile: bool = True
     """Sample our scheduler's stacks (py-spy) during the workloads section's saturation runs."""

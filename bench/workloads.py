@@ -157,12 +157,13 @@ class Skipped:
     reason: str
 
 
-def open_loop_rate(saturation: Iterable[float], fraction: float) -> int | None:
-    """``fraction`` of the lowest saturation throughput, rounded down, at least 1 (None without one)."""
+def open_loop_rate(saturation: Iterable[float], fraction: float, ceiling: float = math.inf) -> int | None:
+    """``fraction`` of the lowest saturation throughput, rounded down, at most ``ceiling``, at least 1
+    (None without one)."""
     values = [value for value in saturation if not math.isnan(value) and value > 0]
     if not values:
         return None
-    return max(1, math.floor(fraction * min(values)))
+    return max(1, math.floor(min(fraction * min(values), ceiling)))
 
 
 async def create_on_schedule(
@@ -431,7 +432,9 @@ class WorkloadsSection:
         if any(record is None for record in best):
             return None
         return open_loop_rate(
-            (record.throughput for record in best if record is not None), self.options.open_loop_fraction
+            (record.throughput for record in best if record is not None),
+            self.options.open_loop_fraction,
+            self.options.open_loop_max_rate or math.inf,
         )
 
     async def _run(
@@ -973,11 +976,13 @@ class WorkloadsSection:
 - Open loop{"" if options.open_loop else " (off in this run)"}: {options.open_loop_pods} pods per
   scheduler, pod i created at t0 + i / rate (each create starts on time, at most
   {options.concurrency} in flight), with rate = {options.open_loop_fraction:g} × the lower of the
-  two schedulers' saturation throughputs for the class, rounded down. At 0.5 the whole 2-CPU
-  machine (API server, etcd, KWOK, client and scheduler) was 90-96 % busy in the `basic` class,
-  where per-pod work of the control plane is higher than under saturation (no batching), and
-  latency measured the machine's queue: both schedulers' medians rose 2-5× between 77 and 110
-  pods/s; *busy during* in the table above shows how loaded each run was.
+  two schedulers' saturation throughputs for the class, rounded down, and at most
+  {options.open_loop_max_rate:g} pods/s. Without that ceiling (2026-11-24) the cheap classes ran
+  at 58-110 pods/s and the whole 2-CPU machine (API server, etcd, KWOK, client and scheduler)
+  was 80-96 % busy: each pod costs the control plane 2-3× more CPU arriving alone than in a
+  burst, and latency measured the machine's queue (`basic` at 1,000 nodes: medians 3.0/2.9 ms
+  ours/upstream at 77 pods/s, 16.3/6.0 at 110); *busy during* in the table above shows how
+  loaded each run was.
 - *sched CPU/pod*: the scheduler process's user and system CPU time during the measured span, per
   pod bound. *attempts*: from the scheduler's own metrics.
 - The `{LOAD_AWARE}` and `{LOAD_VARIATION}` classes: seed 000's load-aware profile

@@ -348,6 +348,7 @@ def test_open_loop_rate_is_a_share_of_the_slower_rounded_down_at_least_one() -> 
     assert open_loop_rate([1.5, 900.0], 0.5) == 1
     assert open_loop_rate([math.nan, 0.0], 0.5) is None
     assert open_loop_rate([math.nan, 40.0], 0.5) == 20
+    assert open_loop_rate([301.0, 250.9], 0.5, ceiling=30.0) == 30
 
 
 class _SlowApi:
@@ -498,7 +499,7 @@ def test_every_run_says_how_busy_the_whole_machine_was() -> None:
 
 
 def test_open_loop_rate_of_the_section_uses_each_schedulers_best_saturation_run() -> None:
-    section = WorkloadsSection(_options(open_loop_fraction=0.5))
+    section = WorkloadsSection(_options(open_loop_fraction=0.5, open_loop_max_rate=0.0))
     assert section.open_loop_rate(100, "basic") is None
     section.records = [
         _record("basic", OURS, SATURATION, 300.0, 0.2),
@@ -506,6 +507,9 @@ def test_open_loop_rate_of_the_section_uses_each_schedulers_best_saturation_run(
         _record("basic", UPSTREAM, SATURATION, 181.0, 0.3),
     ]
     assert section.open_loop_rate(100, "basic") == 90
+    capped = WorkloadsSection(_options(open_loop_fraction=0.5, open_loop_max_rate=30.0))
+    capped.records = section.records
+    assert capped.open_loop_rate(100, "basic") == 30
 
 
 def test_profile_summary_counts_busy_samples_by_function_and_phase() -> None:
