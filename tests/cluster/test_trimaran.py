@@ -27,7 +27,8 @@ from tests.conftest import fresh_namespace
 
 pytestmark = pytest.mark.cluster
 
-SHARED_SEEDS = Path(__file__).resolve().parents[3] / "shared" / "seeds"
+# Seed 000's config block verbatim (tests/unit/config checks it against shared/seeds where that is present).
+SEED_000 = Path(__file__).resolve().parents[1] / "unit" / "config" / "fixtures" / "seed000_v1beta3.yaml"
 CAPACITY_MILLIS = 16000  # every node: 16 cores
 TLP_NODES = {"kwok-node-0": 0.10, "kwok-node-1": 0.30, "kwok-node-2": 0.50, "kwok-node-3": 0.65}
 LVRB_NODES = {"kwok-node-4": (0.30, 0.0), "kwok-node-5": (0.20, 0.30), "kwok-node-6": (0.42, 0.0)}
@@ -231,12 +232,10 @@ async def test_the_seed_config_runs_unchanged_and_places_vms_by_load(
     load_cluster: LocalCluster, load_api: ApiClient, load_namespace: str, tmp_path: Path
 ) -> None:
     """shared/seeds/000: the ConfigMap users create today, with only the URL and token filled in."""
-    seed = next(path for path in SHARED_SEEDS.glob("000_*.txt"))
-    text = seed.read_text()
-    start = text.index("apiVersion: kubescheduler.config.k8s.io/v1beta3")
-    config = text[start : text.index("```", start)]
-    config = config.replace("${PROM_URL}", load_cluster.prometheus_url).replace(
-        "${PROM_TOKEN}", "local-no-auth"
+    config = (
+        SEED_000.read_text()
+        .replace("${PROM_URL}", load_cluster.prometheus_url)
+        .replace("${PROM_TOKEN}", "local-no-auth")
     )
     with running_scheduler(load_cluster.kubeconfig, tmp_path, config) as scheduler:
         nodes = [
