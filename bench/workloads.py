@@ -677,8 +677,10 @@ class WorkloadsSection:
             f"seed 000's load-aware profile, below) with qps {options.qps:g} and burst {options.burst}; "
             f"ours is `{ours_version}`, upstream's kube-scheduler `{upstream_version}`. "
             "*open loop*: the same pods created at a fixed rate, the same for both schedulers, "
-            f"{options.open_loop_fraction:g} × the lower of the two saturation throughputs, so both keep "
-            "up and the latency is the scheduler's own rather than the queue's. *violations*: bound pods "
+            f"{options.open_loop_fraction:g} × the lower of the two saturation throughputs"
+            + (f" and at most {options.open_loop_max_rate:g} pods/s" if options.open_loop_max_rate else "")
+            + ", so both schedulers and the machine keep up and the "
+            "latency is the scheduler's own rather than a queue's. *violations*: bound pods "
             "breaking a hard constraint, over all the class's runs (0 expected).",
             "",
         ]
