@@ -157,6 +157,12 @@ class Skipped:
     reason: str
 
 
+def open_loop_rule(options: BenchOptions) -> str:
+    """How the open-loop rate was chosen, in words, as both the section's intro and its method say it."""
+    ceiling = f" and at most {options.open_loop_max_rate:g} pods/s" if options.open_loop_max_rate else ""
+    return f"{options.open_loop_fraction:g} × the lower of the two saturation throughputs{ceiling}"
+
+
 def open_loop_rate(saturation: Iterable[float], fraction: float, ceiling: float = math.inf) -> int | None:
     """``fraction`` of the lowest saturation throughput, rounded down, at most ``ceiling``, at least 1
     (None without one)."""
@@ -677,10 +683,8 @@ class WorkloadsSection:
             f"seed 000's load-aware profile, below) with qps {options.qps:g} and burst {options.burst}; "
             f"ours is `{ours_version}`, upstream's kube-scheduler `{upstream_version}`. "
             "*open loop*: the same pods created at a fixed rate, the same for both schedulers, "
-            f"{options.open_loop_fraction:g} × the lower of the two saturation throughputs"
-            + (f" and at most {options.open_loop_max_rate:g} pods/s" if options.open_loop_max_rate else "")
-            + ", so both schedulers and the machine keep up and the "
-            "latency is the scheduler's own rather than a queue's. *violations*: bound pods "
+            f"{open_loop_rule(options)}, so both schedulers and the machine keep up and the latency "
+            "is the scheduler's own rather than a queue's. *violations*: bound pods "
             "breaking a hard constraint, over all the class's runs (0 expected).",
             "",
         ]
@@ -977,9 +981,8 @@ class WorkloadsSection:
   schedulable pods count; the others stay pending until the run's end.
 - Open loop{"" if options.open_loop else " (off in this run)"}: {options.open_loop_pods} pods per
   scheduler, pod i created at t0 + i / rate (each create starts on time, at most
-  {options.concurrency} in flight), with rate = {options.open_loop_fraction:g} × the lower of the
-  two schedulers' saturation throughputs for the class, rounded down, and at most
-  {options.open_loop_max_rate:g} pods/s. Without that ceiling (2026-11-24) the cheap classes ran
+  {options.concurrency} in flight), with rate = {open_loop_rule(options)} for the class,
+  rounded down. Without a ceiling (until 2026-11-24) the cheap classes ran
   at 58-110 pods/s and the whole 2-CPU machine (API server, etcd, KWOK, client and scheduler)
   was 80-96 % busy: each pod costs the control plane 2-3× more CPU arriving alone than in a
   burst, and latency measured the machine's queue (`basic` at 1,000 nodes: medians 3.0/2.9 ms

@@ -44,6 +44,7 @@ from bench.workloads import (
     WorkloadsSection,
     create_on_schedule,
     open_loop_rate,
+    open_loop_rule,
 )
 from tests.unit.bench.reportparts import run_info
 
@@ -510,6 +511,13 @@ def test_open_loop_rate_of_the_section_uses_each_schedulers_best_saturation_run(
     capped = WorkloadsSection(_options(open_loop_fraction=0.5, open_loop_max_rate=30.0))
     capped.records = section.records
     assert capped.open_loop_rate(100, "basic") == 30
+
+
+def test_open_loop_rule_names_the_ceiling_only_when_there_is_one() -> None:
+    assert open_loop_rule(_options(open_loop_fraction=0.5, open_loop_max_rate=30.0)).endswith(
+        "throughputs and at most 30 pods/s"
+    )
+    assert open_loop_rule(_options(open_loop_fraction=0.5, open_loop_max_rate=0.0)).endswith("throughputs")
 
 
 def test_profile_summary_counts_busy_samples_by_function_and_phase() -> None:
