@@ -145,10 +145,13 @@ def _report(
             }
             scored[name] = NodeReport(name, True, None, plugins, int(explanation.totals[index]))
     others = []
+    diagnosis = result.diagnosis
+    rejected = diagnosis.node_statuses if diagnosis is not None else {}
     for slot in table.active_slots():
         name = table.names[slot]
         if name not in scored:
-            reason = result.diagnosis.status_of(name).message if result.diagnosis is not None else ""
+            status = rejected.get(name) or (diagnosis.status_of_others() if diagnosis is not None else None)
+            reason = status.message if status is not None else ""
             others.append(NodeReport(name, False, reason or NOT_EVALUATED, {}, 0))
     feasible = sorted(scored.values(), key=lambda node: (-node.total, node.name))
     best = feasible[0].total if feasible else None

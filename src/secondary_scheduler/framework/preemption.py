@@ -204,16 +204,14 @@ def terminating_by_preemption(pod: PodInfo) -> bool:
 def unschedulable_slots(table: NodeTable, diagnosis: Diagnosis) -> list[int]:
     """The nodes where removing pods might help (status Unschedulable), in the table's node order."""
     unschedulable = Code.UNSCHEDULABLE
-    known = diagnosis.slots_and_statuses()
+    known = diagnosis.slots_and_codes()
     if known is None:  # an extender added nodes: look them all up by name
         found = [(table.slot_of(name), status) for name, status in diagnosis.node_statuses.items()]
         slots = np.array([slot for slot, _status in found if slot is not None], dtype=np.intp)
-        statuses = [status for slot, status in found if slot is not None]
+        codes = np.array([int(status.code) for slot, status in found if slot is not None], dtype=np.int64)
     else:
-        slots, statuses = known
-    helps = np.fromiter(
-        (status.code == unschedulable for status in statuses), dtype=np.bool_, count=len(statuses)
-    )
+        slots, codes = known
+    helps = codes == unschedulable
     absent = diagnosis.absent_status
     if absent is not None and absent.code == unschedulable:  # every node not evaluated counts
         wanted = np.ones(table.capacity, dtype=np.bool_)

@@ -29,7 +29,7 @@ import numpy as np
 
 from secondary_scheduler.framework.aliases import BoolArray, IntArray, Slots
 from secondary_scheduler.framework.args import validated_args
-from secondary_scheduler.framework.diagnosis import Diagnosis
+from secondary_scheduler.framework.diagnosis import Diagnosis, RejectedNodes
 from secondary_scheduler.framework.events import ClusterEvent
 from secondary_scheduler.framework.extender import (
     EXTENDER_NAME,
@@ -278,7 +278,7 @@ class Framework:
         # The table may have changed while the extenders answered: find the nodes again by name.
         slots = [table.slot_of(name) for name in names]
         found.feasible = np.array([slot for slot in slots if slot is not None], dtype=np.intp)
-        found.evaluated = len(found.feasible) + len(found.diagnosis.node_statuses)
+        found.evaluated = len(found.feasible) + found.diagnosis.num_rejected
         if not len(found.feasible):
             return self._unschedulable(state, pod, table, found.diagnosis, found.evaluated)
         return self._conclude(state, pod, table, found, explain, extender_scores)
@@ -305,10 +305,10 @@ class Framework:
                     continue
                 raise
             for node, message in result.failed_and_unresolvable.items():
-                diagnosis.node_statuses[node] = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (message,))
+                diagnosis.add_node_status(node, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (message,)))
             for node, message in result.failed.items():
                 if node not in result.failed_and_unresolvable:
-                    diagnosis.node_statuses[node] = Status(Code.UNSCHEDULABLE, (message,))
+                    diagnosis.add_node_status(node, Status(Code.UNSCHEDULABLE, (message,)))
             names = list(result.nodes)
         if len(names) != before:
             diagnosis.unschedulable_plugins.add(EXTENDER_NAME)
@@ -617,8 +617,9 @@ class Framework:
             moves.add(added)
             rejected_by, unresolvable, rejections = self._filter_pass(state, pod, table, slots)
             diagnosis = self._diagnosis(table, slots, rejected_by, unresolvable, rejections, {})
-        rejected = [] if diagnosis.node_slots is None else diagnosis.node_slots.tolist()
-        return dict(zip(rejected, diagnosis.node_statuses.values(), strict=True))
+        rejected = diagnosis.rejected
+        statuses = map(rejected.statuses.__getitem__, rejected.groups.tolist())
+        return dict(zip(rejected.slots.tolist(), statuses, strict=True))
 
     def _filter_node(
         self,
@@ -700,7 +701,7 @@ class Framework:
         A node's reasons are the rejections (in the order the filters gave them) that hit it,
         written as a bit set per node, so that grouping thousands of nodes is a few numpy calls.
         """
-        diagnosis = Diagnosis(table.num_nodes, node_slots=candidates[:0])
+        diagnosis = Diagnosis(table.num_nodes)
         positions = np.flatnonzero(rejected_by >= 0)
         if not len(positions):
             return diagnosis
@@ -714,10 +715,10 @@ class Framework:
             unique = keys[first]
         else:
             unique, inverse = np.unique(keys, axis=0, return_inverse=True)
-        shared: list[Status | None] = []
-        for plugin_index, is_unresolvable, *words in unique.tolist():
-            if plugin_index >= len(self.filter_plugins):  # rejected with its nominated pods: see overrides
-                shared.append(None)
+        statuses: list[Status] = []
+        group_of_key = np.full(len(unique), -1, dtype=np.int64)  # -1: rejected with its nominated pods
+        for key, (plugin_index, is_unresolvable, *words) in enumerate(unique.tolist()):
+            if plugin_index >= len(self.filter_plugins):  # the status is in overrides
                 continue
             reasons = [
                 reason
@@ -725,21 +726,17 @@ class Framework:
                 if words[number // 63] >> (number % 63) & 1
             ]
             plugin = self.filter_plugins[plugin_index].name
-            shared.append(
+            group_of_key[key] = len(statuses)
+            statuses.append(
                 Status.unschedulable(*reasons, unresolvable=bool(is_unresolvable)).with_plugin(plugin)
             )
             diagnosis.unschedulable_plugins.add(plugin)
-        inverse = inverse.ravel()
-        statuses: list[Status | None] = list(map(shared.__getitem__, inverse.tolist()))
-        if None in shared:  # nodes rejected with their nominated pods: a status of their own
-            unshared = np.fromiter((status is None for status in shared), dtype=np.bool_, count=len(shared))
-            missing = np.flatnonzero(unshared[inverse])
-            for index, position in zip(missing.tolist(), positions[missing].tolist(), strict=True):
-                statuses[index] = found = overrides[position]
-                diagnosis.unschedulable_plugins.add(found.plugin)
-        diagnosis.node_slots = candidates[positions]
-        names = map(table.names.__getitem__, diagnosis.node_slots.tolist())
-        diagnosis.node_statuses = dict(zip(names, statuses, strict=True))  # type: ignore[arg-type]  # None filled
+        groups = group_of_key[inverse.ravel()]
+        for index in np.flatnonzero(groups < 0).tolist():  # nodes rejected with their nominated pods
+            groups[index] = len(statuses)
+            statuses.append(found := overrides[int(positions[index])])
+            diagnosis.unschedulable_plugins.add(found.plugin)
+        diagnosis.rejected = RejectedNodes(candidates[positions], groups, statuses, table.names.copy())
         return diagnosis
 
     def _unschedulable(

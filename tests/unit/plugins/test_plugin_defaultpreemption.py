@@ -20,7 +20,7 @@ from tests.unit.framework.kubeobjects import container, default_framework, make_
 
 from secondary_scheduler.config.plugin_catalog import CATALOG
 from secondary_scheduler.framework import CycleState, Framework, Handle, NodeTable, PodInfo, ScheduleResult
-from secondary_scheduler.framework.diagnosis import Diagnosis
+from secondary_scheduler.framework.diagnosis import Diagnosis, RejectedNodes
 from secondary_scheduler.framework.informers import POD_DISRUPTION_BUDGETS
 from secondary_scheduler.framework.nominator import Nominator
 from secondary_scheduler.framework.preemption import (
@@ -739,10 +739,12 @@ def test_the_nodes_worth_a_dry_run_are_found_by_slot_or_by_name_alike() -> None:
     statuses = {"n4": unschedulable, "n1": unresolvable, "n2": unschedulable, "gone": unschedulable}
     for absent in (None, Status.unschedulable("the rest", unresolvable=False)):
         by_name = Diagnosis(6, node_statuses=dict(statuses), absent_status=absent)
-        known = {name: status for name, status in statuses.items() if name != "gone"}
-        slots = cluster.table.slots_of(list(known))
-        by_slot = Diagnosis(6, node_statuses=known, node_slots=slots, absent_status=absent)
-        assert by_slot.slots_and_statuses() is not None and by_name.slots_and_statuses() is None
+        known = [status for name, status in statuses.items() if name != "gone"]
+        slots = cluster.table.slots_of([name for name in statuses if name != "gone"])
+        groups = np.array([0 if status is unschedulable else 1 for status in known], dtype=np.int64)
+        rejected = RejectedNodes(slots, groups, [unschedulable, unresolvable], list(cluster.table.names))
+        by_slot = Diagnosis(6, rejected=rejected, absent_status=absent)
+        assert by_slot.slots_and_codes() is not None and by_name.slots_and_codes() is None
         expected = ["n0", "n2", "n3", "n4", "n5"] if absent is not None else ["n2", "n4"]
         for diagnosis in (by_name, by_slot):
             found = [cluster.table.names[slot] for slot in unschedulable_slots(cluster.table, diagnosis)]
