@@ -173,22 +173,20 @@ def pick_one_node(candidates: Sequence[Candidate], now: float) -> Candidate:
     Each rule keeps the candidates with the best value; the first rule that leaves one
     decides: fewest PDB violations, lowest highest-victim priority, smallest priority sum,
     fewest victims, latest start of the highest-priority victims; else the first left.
+    That is the first candidate with the greatest tuple of the five values, found in one pass.
     """
-    rules = (
-        lambda candidate: -candidate.pdb_violations,
-        lambda candidate: -candidate.victims[0].priority,
-        lambda candidate: -sum(victim.priority + _PRIORITY_OFFSET for victim in candidate.victims),
-        lambda candidate: -len(candidate.victims),
-        lambda candidate: earliest_start_of_highest(candidate.victims, now),
-    )
-    remaining = list(candidates)
-    for rule in rules:
-        scores = [rule(candidate) for candidate in remaining]
-        best = max(scores)
-        remaining = [candidate for candidate, score in zip(remaining, scores, strict=True) if score == best]
-        if len(remaining) == 1:
-            break
-    return remaining[0]
+
+    def preference(candidate: Candidate) -> tuple[int, int, int, int, float]:
+        victims = candidate.victims
+        highest = victims[0]
+        if len(victims) == 1:  # the usual case, without the generators
+            total, earliest = highest.priority + _PRIORITY_OFFSET, start_time(highest, now)
+        else:
+            total = sum(victim.priority + _PRIORITY_OFFSET for victim in victims)
+            earliest = earliest_start_of_highest(victims, now)
+        return (-candidate.pdb_violations, -highest.priority, -total, -len(victims), earliest)
+
+    return max(candidates, key=preference)
 
 
 def terminating_by_preemption(pod: PodInfo) -> bool:

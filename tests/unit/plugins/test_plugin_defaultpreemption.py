@@ -27,7 +27,9 @@ from secondary_scheduler.framework.preemption import (
     Budget,
     Candidate,
     Victims,
+    importance,
     pick_one_node,
+    start_time,
     unschedulable_slots,
 )
 from secondary_scheduler.framework.status import Code, Status
@@ -749,3 +751,39 @@ def test_the_nodes_worth_a_dry_run_are_found_by_slot_or_by_name_alike() -> None:
         for diagnosis in (by_name, by_slot):
             found = [cluster.table.names[slot] for slot in unschedulable_slots(cluster.table, diagnosis)]
             assert sorted(found) == expected
+
+
+def test_the_one_pass_pick_agrees_with_the_rules_applied_one_after_another() -> None:
+    """pickOneNodeForPreemption filters by each rule in turn; the one-pass pick must agree,
+    ties included (few distinct values, so that every rule gets to break some)."""
+    starts = ("2021-01-01T00:00:00Z", "2022-01-01T00:00:00Z", OLD)
+
+    def by_rules(candidates: list[Candidate]) -> Candidate:
+        rules = (
+            lambda c: -c.pdb_violations,
+            lambda c: -c.victims[0].priority,
+            lambda c: -sum(victim.priority + 2**31 for victim in c.victims),
+            lambda c: -len(c.victims),
+            lambda c: min(
+                start_time(v, 0.0) for v in c.victims if v.priority == max(w.priority for w in c.victims)
+            ),
+        )
+        remaining = candidates
+        for rule in rules:
+            best = max(map(rule, remaining))
+            remaining = [candidate for candidate in remaining if rule(candidate) == best]
+        return remaining[0]
+
+    rng = random.Random(26)
+    for _ in range(300):
+        candidates = []
+        for index in range(rng.randint(1, 6)):
+            victims = sorted(
+                (
+                    priority_pod(f"v{index}-{number}", rng.choice((0, 1, 5)), rng.choice(starts))
+                    for number in range(rng.randint(1, 3))
+                ),
+                key=lambda victim: importance(victim, 0.0),
+            )
+            candidates.append(Candidate(f"n{index}", tuple(victims), rng.choice((0, 0, 1))))
+        assert pick_one_node(candidates, now=0.0) is by_rules(candidates)

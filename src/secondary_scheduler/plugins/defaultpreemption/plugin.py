@@ -234,11 +234,15 @@ class DefaultPreemption(PostFilterPlugin):
         for slot, status in rejected.items():
             results[slot] = Victims([], 0, status)
         now = self.handle.wall_clock()
-        plans = {
-            slot: _Reprieve.of(potential, budgets, now)
-            for slot, potential in potential_by_slot.items()
-            if slot not in rejected
-        }
+        plans: dict[int, _Reprieve] = {}
+        for slot, potential in potential_by_slot.items():
+            if slot in rejected:
+                continue
+            if len(potential) == 1:  # the node did not fit with its one pod: that pod is the victim
+                violating = split_by_pdb_violation(potential, budgets)[0] if budgets else ()
+                results[slot] = Victims(potential, len(violating), SUCCESS)
+            else:
+                plans[slot] = _Reprieve.of(potential, budgets, now)
         step = 0
         while plans:
             trying: dict[int, PodInfo] = {}
