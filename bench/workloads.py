@@ -133,7 +133,7 @@ class WorkloadRecord(RunMeasures):
     violations: list[str] = field(default_factory=list)
     """The first few placement violations (``rule: what``)."""
     profile: Profile | None = None
-    """Where our scheduler's time went (saturation runs, with ``--profile``)."""
+    """Where our scheduler's time went (our runs, saturation and open loop, with ``--profile``)."""
     over_target: int | None = None
     """The load classes: bound measured pods on nodes whose CPU load ends above the class's
     threshold (TargetLoadPacking's target; for LoadVariationRiskBalancing, mean + margin x stddev
@@ -518,8 +518,10 @@ class WorkloadsSection:
                     )
 
                 recorder = None
-                if options.profile and kind == OURS and mode == SATURATION:
-                    recorder = Recorder(scheduler.process.pid, directory / f"{prefix}-{klass}.pyspy.txt")
+                if options.profile and kind == OURS:
+                    recorder = Recorder(
+                        scheduler.process.pid, directory / f"{prefix}-{klass}-{mode}.pyspy.txt"
+                    )
                 if mode == OPEN_LOOP:
                     creating = asyncio.create_task(on_schedule())
                 else:
@@ -862,16 +864,16 @@ class WorkloadsSection:
         return [table(header, rows, align="rrllrrr")]
 
     def _profiles(self) -> list[str]:
-        """Where our scheduler's time went in each saturation run (py-spy)."""
+        """Where our scheduler's time went in each of its runs (py-spy)."""
         profiled = [r for r in self.records if r.profile is not None and r.profile.busy]
         if not profiled:
             return []
         lines = ["### Where our scheduler's time goes", ""]
         lines += [
-            "py-spy sampled our scheduler's stacks 100 times a second over each saturation run's "
-            "measured span; shares are of the samples where it was running Python rather than "
-            "waiting for the network. *phases* count a sample for every phase on its stack; "
-            "*functions* are where the samples were (self time), the top few.",
+            "py-spy sampled our scheduler's stacks 100 times a second over each of its runs' "
+            "measured span (saturation and open loop); shares are of the samples where it was "
+            "running Python rather than waiting for the network. *phases* count a sample for every "
+            "phase on its stack; *functions* are where the samples were (self time), the top few.",
             "",
         ]
         rows = []
@@ -879,9 +881,10 @@ class WorkloadsSection:
             assert r.profile is not None
             phases = ", ".join(f"{name.strip()} {share:.0%}" for name, share in r.profile.phases if share)
             functions = "<br>".join(f"{share:.0%} `{name}`" for name, share in r.profile.functions[:5])
-            rows.append([f"{r.nodes:,}", f"`{r.klass}`", f"{r.profile.busy:,}", phases, functions])
-        header = ["nodes", "class", "busy samples", "phases", "functions (self)"]
-        return [*lines, table(header, rows, align="rlrll"), ""]
+            run = f"{r.mode} {r.rate:g}/s" if r.mode == OPEN_LOOP else r.mode
+            rows.append([f"{r.nodes:,}", f"`{r.klass}`", run, f"{r.profile.busy:,}", phases, functions])
+        header = ["nodes", "class", "run", "busy samples", "phases", "functions (self)"]
+        return [*lines, table(header, rows, align="rllrll"), ""]
 
     def _classes(self) -> list[str]:
         rows = [
