@@ -65,10 +65,12 @@ def _accounting_signature(pod: Mapping[str, Any]) -> tuple[Any, ...]:
         [container.get("resources") for container in spec.get("containers") or ()],
         [container.get("resources") for container in spec.get("initContainers") or ()],
         spec.get("resources"),
-        [
-            (item.get("resources"), item.get("allocatedResources"))
+        [  # only statuses that report resources count (podrequests): the kubelet's first
+            # status update adds containerStatuses, which alone must not cost a new parse
+            (item.get("name"), item.get("resources"), item.get("allocatedResources"))
             for field in ("containerStatuses", "initContainerStatuses")
             for item in status.get(field) or ()
+            if item.get("resources")
         ],
         [c for c in status.get("conditions") or () if c.get("type") == "PodResizePending"],
     )

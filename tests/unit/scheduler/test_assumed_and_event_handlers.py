@@ -141,6 +141,26 @@ def test_a_pod_resized_in_place_holds_the_larger_size_until_the_resize_is_done()
     assert cpu_requested(table, "n1") == 200
 
 
+def test_the_kubelets_status_updates_do_not_parse_a_bound_pod_again() -> None:
+    table, _, _, handlers = setup()
+    pod = make_pod("k", requests={"cpu": "1"}, node_name="n1")
+    handlers.pod_event("MODIFIED", pod)
+    slot = table.slot_of("n1")
+    assert slot is not None
+    counted = table.pods[slot]["default/k"]
+    running = {
+        **pod,
+        "status": {
+            "phase": "Running",
+            "conditions": [{"type": "Ready", "status": "True"}],
+            "containerStatuses": [{"name": "app", "ready": True, "state": {"running": {}}}],
+        },
+    }
+    handlers.pod_event("MODIFIED", running)
+    assert table.pods[slot]["default/k"] is counted
+    assert cpu_requested(table, "n1") == 1000
+
+
 def test_a_terminating_pod_is_re_read() -> None:
     table, _, _, handlers = setup()
     pod = make_pod("t", node_name="n1")
