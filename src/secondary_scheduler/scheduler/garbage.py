@@ -13,9 +13,11 @@ them (at 5,000 nodes, a pass after each load-metrics refresh took about 90 ms). 
 * the full pass is made here, when the queue has no pod to hand out, at most every
   ``min_interval`` seconds, and after ``max_interval`` whatever the queue holds (so cyclic
   garbage never waits long); what survives a pass is frozen too, so the next one walks only
-  what is newer;
-* every ``thaw_every``-th pass unfreezes everything first: a frozen object is never collected,
-  and one frozen while in use may have become cyclic garbage since.
+  what is newer. So passes are frequent and short: a pass's length grows with the time since the
+  last one, and when pods arrive one at a time the next pod may arrive during it and wait;
+* the first pass ``thaw_interval`` seconds or more after the last thaw unfreezes everything
+  first: a frozen object is never collected, and one frozen while in use may have become
+  cyclic garbage since.
 """
 
 from __future__ import annotations
@@ -40,15 +42,18 @@ class FullPasses:
         self,
         when_idle: Callable[[Callable[[], None]], None],
         *,
-        min_interval: float = 10.0,
+        min_interval: float = 2.0,
         max_interval: float = 60.0,
-        thaw_every: int = 30,
+        thaw_interval: float = 300.0,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         """``when_idle(callback)`` calls back once the scheduling queue has no pod to hand out."""
         self.when_idle = when_idle
         self.min_interval = min_interval
         self.max_interval = max(max_interval, min_interval)
-        self.thaw_every = max(1, thaw_every)
+        self.thaw_interval = thaw_interval
+        self.clock = clock
+        self._last_thaw = clock()
         self.passes = 0
         self._thresholds: tuple[int, int, int] | None = None
 
@@ -81,8 +86,9 @@ class FullPasses:
         """Collect every generation, then freeze the survivors; returns the objects collected."""
         started = time.perf_counter()
         self.passes += 1
-        thaw = self.passes % self.thaw_every == 0
+        thaw = self.clock() - self._last_thaw >= self.thaw_interval
         if thaw:
+            self._last_thaw = self.clock()
             gc.unfreeze()
         collected = gc.collect()
         gc.freeze()

@@ -58,15 +58,18 @@ def test_a_full_pass_collects_cyclic_garbage_and_freezes_what_survives() -> None
 
 
 def test_garbage_made_of_frozen_objects_waits_for_the_pass_that_thaws() -> None:
-    passes = FullPasses(lambda callback: None, thaw_every=3)
+    now = [0.0]
+    passes = FullPasses(lambda callback: None, thaw_interval=300.0, clock=lambda: now[0])
     passes.settle()
     once_in_use = Cycle()
     reference = weakref.ref(once_in_use)
     passes.full_pass()  # frozen while in use
     del once_in_use
+    now[0] = 299.0
     passes.full_pass()
     assert reference() is not None, "a frozen object is never collected..."
-    passes.full_pass()  # the third: everything thawed first
+    now[0] = 300.0
+    passes.full_pass()  # the thaw interval is over: everything thawed first
     assert reference() is None, "...until everything is thawed"
 
 
