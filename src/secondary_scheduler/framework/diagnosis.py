@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 
 import numpy as np
 
@@ -114,10 +115,11 @@ class Diagnosis:
 
     @property
     def node_statuses(self) -> Mapping[str, Status]:
-        """Every rejected node's status by name (built on first read, for reports and tests)."""
+        """Every rejected node's status by name (built on first read, for reports and tests);
+        read-only: ``add_node_status`` adds one."""
         if self._all_by_name is None:
             self._all_by_name = {**self.rejected.by_name(), **self._named}
-        return self._all_by_name
+        return MappingProxyType(self._all_by_name)
 
     @property
     def num_rejected(self) -> int:
