@@ -184,6 +184,12 @@ def parser() -> argparse.ArgumentParser:
         "report where its time goes (needs py-spy: the dev extra installs it)",
     )
     p.add_argument(
+        "--profile-open-loop",
+        action="store_true",
+        help="sample its open-loop runs too (to find where their time goes; not for the measured run: "
+        "the sampler's own CPU competes with the measured processes on a small machine)",
+    )
+    p.add_argument(
         "--only", type=_sections, default=tuple(SECTIONS), help="sections to run (comma-separated)"
     )
     p.add_argument(
@@ -280,6 +286,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         gang_groups=tuple(count for _, count in sorted(zip(gang_sizes, gang_groups, strict=True))),
         gang_members=args.gang_members,
         profile=args.profile,
+        profile_open_loop=args.profile_open_loop,
         workload_sizes=tuple(sorted(workload_sizes)),
         workload_pods=tuple(count for _, count in sorted(zip(workload_sizes, workload_pods, strict=True))),
         workload_existing=tuple(

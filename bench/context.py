@@ -65,6 +65,9 @@ class BenchOptions:
     open_loop_pods: int = 500
     profile: bool = True
     """Sample our scheduler's stacks (py-spy) during the workloads section's saturation runs."""
+    profile_open_loop: bool = False
+    """...and during its open-loop runs: to find where their time goes, not for the measured run (the
+    sampler's own CPU competes with the measured processes on a small machine)."""
 
     def pods_for(self, nodes: int) -> int:
         return self.pods[self.sizes.index(nodes)]

@@ -133,7 +133,7 @@ class WorkloadRecord(RunMeasures):
     violations: list[str] = field(default_factory=list)
     """The first few placement violations (``rule: what``)."""
     profile: Profile | None = None
-    """Where our scheduler's time went (our runs, saturation and open loop, with ``--profile``)."""
+    """Where our scheduler's time went (with ``--profile``; open loop with ``--profile-open-loop``)."""
     over_target: int | None = None
     """The load classes: bound measured pods on nodes whose CPU load ends above the class's
     threshold (TargetLoadPacking's target; for LoadVariationRiskBalancing, mean + margin x stddev
@@ -518,7 +518,7 @@ class WorkloadsSection:
                     )
 
                 recorder = None
-                if options.profile and kind == OURS:
+                if options.profile and kind == OURS and (mode == SATURATION or options.profile_open_loop):
                     recorder = Recorder(
                         scheduler.process.pid, directory / f"{prefix}-{klass}-{mode}.pyspy.txt"
                     )
@@ -870,10 +870,11 @@ class WorkloadsSection:
             return []
         lines = ["### Where our scheduler's time goes", ""]
         lines += [
-            "py-spy sampled our scheduler's stacks 100 times a second over each of its runs' "
-            "measured span (saturation and open loop); shares are of the samples where it was "
-            "running Python rather than waiting for the network. *phases* count a sample for every "
-            "phase on its stack; *functions* are where the samples were (self time), the top few.",
+            "py-spy sampled our scheduler's stacks 100 times a second over the measured span of its "
+            "saturation runs (and of its open-loop runs with `--profile-open-loop`); shares are of the "
+            "samples where it was running Python rather than waiting for the network. *phases* count "
+            "a sample for every phase on its stack; *functions* are where the samples were (self "
+            "time), the top few.",
             "",
         ]
         rows = []
