@@ -69,7 +69,7 @@ class RejectedNodes:
     def codes(self) -> IntArray:
         """Each node's status code, aligned with ``slots``."""
         by_group = np.array([int(status.code) for status in self.statuses], dtype=np.int64)
-        return by_group[self.groups] if len(by_group) else np.zeros(0, dtype=np.int64)
+        return by_group[self.groups]
 
     def status_of(self, name: str) -> Status | None:
         """One node's status, found without building the mapping (None: not rejected here)."""

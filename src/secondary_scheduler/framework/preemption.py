@@ -163,6 +163,8 @@ def importance(pod: PodInfo, now: float) -> tuple[int, float]:
 
 def earliest_start_of_highest(victims: Sequence[PodInfo], now: float) -> float:
     """The earliest start among the victims of the highest priority (GetEarliestPodStartTime)."""
+    if len(victims) == 1:  # the usual case, without the generators
+        return start_time(victims[0], now)
     highest = max(victim.priority for victim in victims)
     return min(start_time(victim, now) for victim in victims if victim.priority == highest)
 
@@ -178,13 +180,9 @@ def pick_one_node(candidates: Sequence[Candidate], now: float) -> Candidate:
 
     def preference(candidate: Candidate) -> tuple[int, int, int, int, float]:
         victims = candidate.victims
-        highest = victims[0]
-        if len(victims) == 1:  # the usual case, without the generators
-            total, earliest = highest.priority + _PRIORITY_OFFSET, start_time(highest, now)
-        else:
-            total = sum(victim.priority + _PRIORITY_OFFSET for victim in victims)
-            earliest = earliest_start_of_highest(victims, now)
-        return (-candidate.pdb_violations, -highest.priority, -total, -len(victims), earliest)
+        total = sum(victim.priority + _PRIORITY_OFFSET for victim in victims)
+        earliest = earliest_start_of_highest(victims, now)
+        return (-candidate.pdb_violations, -victims[0].priority, -total, -len(victims), earliest)
 
     return max(candidates, key=preference)
 
