@@ -216,6 +216,11 @@ class World:
         return await wait_for(bound, f"{count} pods of {self.who}'s {selector} to be bound", 90, 0.2)
 
 
+def not_tainted(node: JSON) -> bool:
+    """Without the not-ready or unreachable taint the node lifecycle controller manages."""
+    return not any(taint.get("key") in NOT_READY for taint in node["spec"].get("taints") or ())
+
+
 @asynccontextmanager
 async def worlds(api: ApiClient, specs: list[NodeSpec]) -> AsyncIterator[dict[str, World]]:
     """A world per scheduler, each with a namespace and nodes as ``specs`` say (ready when managed)."""
@@ -241,11 +246,15 @@ async def worlds(api: ApiClient, specs: list[NodeSpec]) -> AsyncIterator[dict[st
         managed = {name for name, spec in zip(made, specs * 2, strict=True) if spec.managed}
 
         async def ready() -> bool:
+            # Ready, and the not-ready taint admission puts on a new node lifted: the controller
+            # lifts it some time after Ready, and that taint change would requeue (with a Queue
+            # hint from PodTopologySpread and others) a pod a case is watching wait.
             listed = (await api.list_all("/api/v1/nodes", {"labelSelector": f"{WORLD_LABEL}"}))["items"]
-            return managed <= {node["metadata"]["name"] for node in listed if is_ready(node)}
+            settled = {node["metadata"]["name"] for node in listed if is_ready(node) and not_tainted(node)}
+            return managed <= settled
 
         try:
-            await wait_for(ready, "the worlds' nodes to be Ready", 60)
+            await wait_for(ready, "the worlds' nodes to be Ready and untainted not-ready", 60)
             yield result
         finally:
             for world in result.values():
