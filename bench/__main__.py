@@ -165,6 +165,12 @@ def parser() -> argparse.ArgumentParser:
         "alone kept a 2-CPU machine 80-96 %% busy, and latency measured the machine's queue",
     )
     p.add_argument("--open-loop-pods", type=int, default=500, help="pods of each open-loop run")
+    p.add_argument(
+        "--open-loop-repeats",
+        type=int,
+        default=2,
+        help="open-loop runs per scheduler, class and size (ABBA order; latencies pooled)",
+    )
     p.add_argument("--qps", type=float, default=5000.0, help="client QPS of both schedulers")
     p.add_argument("--burst", type=int, default=5000, help="client burst of both schedulers")
     p.add_argument("--repeats", type=int, default=2, help="runs per scheduler and size (ABBA order)")
@@ -298,6 +304,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         open_loop_fraction=args.open_loop_fraction,
         open_loop_max_rate=max(0.0, args.open_loop_max_rate),
         open_loop_pods=max(1, args.open_loop_pods),
+        open_loop_repeats=max(1, args.open_loop_repeats),
     )
     output = None if args.output == "-" else Path(args.output)
     markdown = run(

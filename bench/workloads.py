@@ -50,7 +50,7 @@ from bench.machine import component_versions, load_average
 from bench.profiles import Profile, Recorder
 from bench.report import milliseconds, number, table
 from bench.sections import RunInfo
-from bench.stats import PodClock, RunMeasures, ratio
+from bench.stats import PodClock, RunMeasures, percentile, ratio
 from bench.throughput import LABELS, SCHEDULER_NAME, ThroughputSection, _metrics, bench_config
 from bench.volumes import PVS, VolumesSection, claims_path, create_objects, delete_claims
 from bench.workload import (
@@ -140,6 +140,8 @@ class WorkloadRecord(RunMeasures):
     over ``RISK_THRESHOLD``: ``workloadclasses.load_outcome``); a soft measure, not a violation."""
     hot_start: int | None = None
     """Of those, the pods on nodes above the threshold before any measured pod came."""
+    latencies: list[float] = field(default_factory=list)
+    """Open loop: each bound measured pod's latency (seconds), pooled over a scheduler's runs."""
 
     @property
     def machine_busy(self) -> float:
@@ -408,24 +410,25 @@ class WorkloadsSection:
                 if rate is None:
                     context.log(f"    [red]{klass}: no open-loop runs: a saturation run bound nothing[/red]")
                 else:
-                    for kind in (first, second):
-                        position += 1
-                        record = await self._run(
-                            context,
-                            namespace,
-                            node_objects,
-                            klass,
-                            kind,
-                            OPEN_LOOP,
-                            0,
-                            position,
-                            open_loop_pods,
-                            existing_pods,
-                            rate,
-                            node_load=node_load,
-                        )
-                        self.records.append(record)
-                        self._save()
+                    for repeat in range(options.open_loop_repeats):
+                        for kind in (first, second) if repeat % 2 == 0 else (second, first):
+                            position += 1
+                            record = await self._run(
+                                context,
+                                namespace,
+                                node_objects,
+                                klass,
+                                kind,
+                                OPEN_LOOP,
+                                repeat,
+                                position,
+                                open_loop_pods,
+                                existing_pods,
+                                rate,
+                                node_load=node_load,
+                            )
+                            self.records.append(record)
+                            self._save()
         finally:
             with step(f"{context.nodes:,} nodes · {klass} · deleting its pods and namespace", log_every=5):
                 await delete_all_pods(api, namespace, options.concurrency)
@@ -591,6 +594,7 @@ class WorkloadsSection:
                 profile=profile,
                 over_target=outcome.over_target if outcome is not None else None,
                 hot_start=outcome.hot_start if outcome is not None else None,
+                latencies=timings.latencies if mode == OPEN_LOOP else [],
             )
             record.add_span((before_cpu, after_cpu), (before_metrics, after_metrics))
             progress.update(
@@ -663,6 +667,13 @@ class WorkloadsSection:
             runs, key=lambda r: (r.bound == r.pods, -math.inf if math.isnan(r.throughput) else r.throughput)
         )
 
+    def open_loop_latency(self, nodes: int, klass: str, kind: str) -> tuple[float, float]:
+        """(p50, p99) of a scheduler's open-loop runs of a class, their pods' latencies pooled."""
+        wanted = (nodes, klass, kind, OPEN_LOOP)
+        runs = [r for r in self.records if (r.nodes, r.klass, r.kind, r.mode) == wanted]
+        pooled = [latency for run in runs for latency in run.latencies]
+        return percentile(pooled, 0.50), percentile(pooled, 0.99)
+
     def violations(self, nodes: int, klass: str, kind: str) -> int:
         return sum(
             r.violation_count for r in self.records if (r.nodes, r.klass, r.kind) == (nodes, klass, kind)
@@ -721,9 +732,9 @@ class WorkloadsSection:
             ours, theirs = (self.best(nodes, klass, kind, SATURATION) for kind in (OURS, UPSTREAM))
             if ours is None or theirs is None:
                 continue
-            open_ours, open_theirs = (self.best(nodes, klass, kind, OPEN_LOOP) for kind in (OURS, UPSTREAM))
+            open_ours = self.best(nodes, klass, OURS, OPEN_LOOP)
             rate = open_ours.rate if open_ours is not None else math.nan
-            open_p99 = [r.p99 if r is not None else math.nan for r in (open_ours, open_theirs)]
+            open_p99 = [self.open_loop_latency(nodes, klass, kind)[1] for kind in (OURS, UPSTREAM)]
             cpu = [r.cpu_ms_per_pod("scheduler") for r in (ours, theirs)]
             broken = [self.violations(nodes, klass, kind) for kind in (OURS, UPSTREAM)]
             shown = " / ".join(f"**{count}**" if count else "0" for count in broken)
@@ -983,15 +994,17 @@ class WorkloadsSection:
   from a pod's creation (the create call returning or the watch showing it) to the first watch
   event with `spec.nodeName`; percentiles are nearest-rank. In the churn class only the
   schedulable pods count; the others stay pending until the run's end.
-- Open loop{"" if options.open_loop else " (off in this run)"}: {options.open_loop_pods} pods per
-  scheduler, pod i created at t0 + i / rate (each create starts on time, at most
-  {options.concurrency} in flight), with rate = {open_loop_rule(options)} for the class,
-  rounded down. Without a ceiling (until 2026-11-24) the cheap classes ran
-  at 58-110 pods/s and the whole 2-CPU machine (API server, etcd, KWOK, client and scheduler)
-  was 80-96 % busy: each pod costs the control plane 2-3× more CPU arriving alone than in a
-  burst, and latency measured the machine's queue (`basic` at 1,000 nodes: medians 3.0/2.9 ms
-  ours/upstream at 77 pods/s, 16.3/6.0 at 110); *busy during* in the table above shows how
-  loaded each run was.
+- Open loop{"" if options.open_loop else " (off in this run)"}: {options.open_loop_repeats} runs of
+  {options.open_loop_pods} pods per scheduler and class, in ABBA order, pod i created at
+  t0 + i / rate (each create starts on time, at most {options.concurrency} in flight), with
+  rate = {open_loop_rule(options)} for the class, rounded down. The open-loop p99 in the
+  summary is of the runs' latencies pooled (one run's p99 of 500 pods is its fifth-slowest pod:
+  it moved up to 2× between runs of either scheduler). Without a ceiling (until 2026-11-24) the
+  cheap classes ran at 58-110 pods/s and the whole 2-CPU machine (API server, etcd, KWOK,
+  client and scheduler) was 80-96 % busy: each pod costs the control plane 2-3× more CPU
+  arriving alone than in a burst, and latency measured the machine's queue (`basic` at 1,000
+  nodes: medians 3.0/2.9 ms ours/upstream at 77 pods/s, 16.3/6.0 at 110); *busy during* in the
+  table above shows how loaded each run was.
 - *sched CPU/pod*: the scheduler process's user and system CPU time during the measured span, per
   pod bound. *attempts*: from the scheduler's own metrics.
 - The `{LOAD_AWARE}` and `{LOAD_VARIATION}` classes: seed 000's load-aware profile

@@ -457,8 +457,8 @@ def test_render_has_the_summary_every_run_and_the_method() -> None:
     section.records = [
         _record("basic", UPSTREAM, SATURATION, 200.0, 0.3),
         _record("basic", OURS, SATURATION, 300.0, 0.2),
-        _record("basic", OURS, OPEN_LOOP, math.nan, 0.02, rate=100.0),
-        _record("basic", UPSTREAM, OPEN_LOOP, math.nan, 0.04, rate=100.0),
+        _record("basic", OURS, OPEN_LOOP, math.nan, 0.02, rate=100.0, latencies=[0.01, 0.02]),
+        _record("basic", UPSTREAM, OPEN_LOOP, math.nan, 0.04, rate=100.0, latencies=[0.04, 0.03]),
         _record(
             "required-anti-affinity",
             OURS,
@@ -486,6 +486,23 @@ def test_render_has_the_summary_every_run_and_the_method() -> None:
     rendered = section.render(run_info(options))
     assert "### Where our scheduler's time goes" in rendered
     assert "scheduling cycles 90%" in rendered and "50% `Fit.filter (x.py)`" in rendered
+
+
+def test_open_loop_p99_is_of_every_open_loop_run_pooled() -> None:
+    """Two runs of 100 pods: the p99 is the pooled 198th value, not either run's own p99."""
+    section = WorkloadsSection(_options())
+    first = [index / 1000 for index in range(100)]  # 0-99 ms
+    second = [0.2 + index / 1000 for index in range(100)]  # 200-299 ms
+    section.records = [
+        _record("basic", OURS, OPEN_LOOP, math.nan, first[98], latencies=first),
+        _record("basic", OURS, OPEN_LOOP, math.nan, second[98], latencies=second, repeat=1),
+        _record("basic", UPSTREAM, OPEN_LOOP, math.nan, 0.05, latencies=[0.05]),
+        _record("basic", OURS, SATURATION, 100.0, 0.5),
+    ]
+    p50, p99 = section.open_loop_latency(100, "basic", OURS)
+    assert (p50, p99) == (first[99], second[97])
+    assert section.open_loop_latency(100, "basic", UPSTREAM) == (0.05, 0.05)
+    assert all(math.isnan(value) for value in section.open_loop_latency(100, "spread-hard", OURS))
 
 
 def test_every_run_says_how_busy_the_whole_machine_was() -> None:
