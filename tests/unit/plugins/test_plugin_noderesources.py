@@ -212,3 +212,34 @@ def test_the_score_counts_the_containers_not_pod_level_resources() -> None:
         "node1": 86,
         "node2": 99,
     }
+
+
+def test_resource_scores_on_nodes_with_every_resource_match_gos_per_node_arithmetic() -> None:
+    """The shortcuts for nodes that all have every scored resource (no zero capacity to leave
+    out) give what kube-scheduler's per-node integer and float arithmetic gives."""
+    import math
+
+    import numpy as np
+
+    from secondary_scheduler.plugins.noderesources.balanced_allocation import _standard_deviation
+    from secondary_scheduler.plugins.noderesources.least_allocated import least_allocated
+
+    rng = np.random.default_rng(27)
+    allocatable = rng.integers(1, 64_000, size=(300, 2))
+    requested = rng.integers(0, 80_000, size=(300, 2))
+    weights = np.array([3, 1])
+    scores = least_allocated(requested, allocatable, weights)
+    for node in range(300):
+        go = (
+            sum(
+                w * (0 if r > a else (a - r) * 100 // a)
+                for r, a, w in zip(requested[node].tolist(), allocatable[node].tolist(), (3, 1), strict=True)
+            )
+            // 4
+        )
+        assert scores[node] == go, node
+    fractions = np.minimum(requested / allocatable, 1.0)
+    deviation = _standard_deviation(fractions, np.ones_like(fractions, dtype=bool))
+    for node in range(300):
+        first, second = fractions[node].tolist()
+        assert deviation[node] == math.fabs((first - second) / 2)

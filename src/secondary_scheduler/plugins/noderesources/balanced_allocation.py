@@ -39,6 +39,9 @@ class _Requests(tuple[int, ...]):
 
 def _standard_deviation(fractions: FloatArray, counted: BoolArray) -> FloatArray:
     """Population standard deviation of each row's counted fractions, summed in resource order like Go."""
+    if fractions.shape[1] == 2 and counted.all():
+        # Every node has both resources (the usual cpu and memory): the two-value case alone.
+        return np.abs((fractions[:, 0] - fractions[:, 1]) / 2)
     count = counted.sum(axis=1)
     if fractions.shape[1] >= 2:
         first_counted = np.argsort(~counted, axis=1, kind="stable")

@@ -14,6 +14,14 @@ from secondary_scheduler.plugins.noderesources.resource_allocation import weight
 
 
 def least_allocated(requested: IntArray, allocatable: IntArray, weights: IntArray) -> IntArray:
+    if allocatable.all():
+        # Every node has every scored resource: no zero capacity to guard, one weight sum for all.
+        free = (allocatable - requested) * MAX_NODE_SCORE // allocatable
+        per_resource = np.where(requested > allocatable, 0, free)
+        weights_of_all = int(weights.sum())
+        if not weights_of_all:
+            return np.zeros(len(per_resource), dtype=np.int64)
+        return (per_resource * weights).sum(axis=1) // weights_of_all
     counted = (allocatable != 0).astype(np.int64)
     capacity = np.where(counted == 1, allocatable, 1)
     per_resource = np.where(
