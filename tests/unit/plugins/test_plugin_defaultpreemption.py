@@ -19,7 +19,15 @@ import pytest
 from tests.unit.framework.kubeobjects import container, default_framework, make_node, make_pod, table_of
 
 from secondary_scheduler.config.plugin_catalog import CATALOG
-from secondary_scheduler.framework import CycleState, Framework, Handle, NodeTable, PodInfo, ScheduleResult
+from secondary_scheduler.framework import (
+    CycleState,
+    Framework,
+    Handle,
+    NodeTable,
+    PodInfo,
+    ScheduleResult,
+    preemption,
+)
 from secondary_scheduler.framework.diagnosis import Diagnosis, RejectedNodes
 from secondary_scheduler.framework.informers import POD_DISRUPTION_BUDGETS
 from secondary_scheduler.framework.nominator import Nominator
@@ -507,6 +515,28 @@ def test_a_terminating_victim_on_the_nominated_node_stops_another_preemption() -
     result = cluster.schedule(preemptor)
     assert result.message.endswith("preemption: not eligible due to a terminating pod on the nominated node.")
     assert cluster.nominator.node_of("uid-preemptor") == "a"  # left as it is
+
+
+async def test_a_victim_whose_eviction_was_sent_counts_as_terminating_before_the_watch_shows_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Retried before the watch shows its victim terminating, the preemptor must not preempt
+    again: it would evict a second pod on the other node."""
+    client = FakeClient()
+    handle = Handle(client=client)  # type: ignore[arg-type]
+    nodes = [make_node("a", cpu="1"), make_node("b", cpu="1")]
+    cluster = Cluster(nodes, [running("victim-a", "a"), running("victim-b", "b")], handle=handle)
+    preemptor = pending("preemptor")
+    nominated = cluster.schedule(preemptor).nominated_node
+    await settle(handle)
+    again = cluster.schedule(preemptor)
+    assert again.message.endswith("preemption: not eligible due to a terminating pod on the nominated node.")
+    deletes = [call[1] for call in client.calls if call[0] == "delete"]
+    assert deletes == [f"/api/v1/namespaces/default/pods/victim-{nominated}"]
+
+    # Long after the eviction, with the victim still not shown terminating, it no longer counts.
+    monkeypatch.setattr(preemption, "EVICTION_NEWS_SECONDS", 0.0)
+    assert "not eligible" not in cluster.schedule(preemptor).message
 
 
 # -- the nominator follows the pod watch ---------------------------------------------------------

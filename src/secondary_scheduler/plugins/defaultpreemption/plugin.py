@@ -5,7 +5,8 @@ The plugin decides what kube-scheduler's DefaultPreemption decides; the shared
 
 - who may preempt: not a pod with ``preemptionPolicy: Never``, nor one whose earlier
   victims on its nominated node are still terminating (unless that node is now ruled out
-  for reasons preemption cannot fix);
+  for reasons preemption cannot fix); a victim counts as terminating as soon as this
+  scheduler has sent its eviction, before the watch shows it (``Evaluator.being_evicted``);
 - who may be a victim: pods of strictly lower priority;
 - the victims on a node (``select_victims_on_nodes``): remove every possible victim; if the
   pod then fits, put them back one by one, most important first, those whose eviction
@@ -129,7 +130,9 @@ class DefaultPreemption(PostFilterPlugin):
             slot = table.slot_of(nominated)
             if slot is not None:
                 for other in table.pods[slot].values():
-                    if self.may_preempt(other, pod) and terminating_by_preemption(other):
+                    if self.may_preempt(other, pod) and (
+                        terminating_by_preemption(other) or self.evaluator.being_evicted(other.uid)
+                    ):
                         return False, NOT_ELIGIBLE_TERMINATING
         return True, ""
 
