@@ -451,18 +451,25 @@ class Framework:
         rejected_by = np.full(count, -1, dtype=np.int64)
         unresolvable = np.zeros(count, dtype=np.bool_)
         rejections: list[tuple[Slots, str]] = []
+        positions: Slots | None = None
+        """The candidates no plugin rejected yet; None while that is all of them (no gather needed)."""
         for index, plugin in enumerate(self.filter_plugins):
             if plugin.name in state.skip_filter_plugins:
                 continue
-            positions = np.flatnonzero(rejected_by < 0)
-            if not len(positions):
+            remaining = candidates if positions is None else candidates[positions]
+            if not len(remaining):
                 break
-            for rejection in plugin.filter(state, pod, table, candidates[positions]):
-                hit = positions[np.asarray(rejection.mask, dtype=np.bool_)]
-                rejected_by[hit] = index
-                unresolvable[hit] |= rejection.unresolvable
+            rejected_here = False
+            for rejection in plugin.filter(state, pod, table, remaining):
+                mask = np.asarray(rejection.mask, dtype=np.bool_)
+                hit = np.flatnonzero(mask) if positions is None else positions[mask]
                 if len(hit):
+                    rejected_by[hit] = index
+                    unresolvable[hit] |= rejection.unresolvable
                     rejections.append((hit, rejection.reason))
+                    rejected_here = True
+            if rejected_here:
+                positions = np.flatnonzero(rejected_by < 0)
         return rejected_by, unresolvable, rejections
 
     def filters_read_totals_only(self, state: CycleState) -> bool:
@@ -823,9 +830,11 @@ class Framework:
                     explained.append(PluginScores(plugin.name, weight, zeros, zeros, skipped=True))
                 continue
             raw = np.asarray(plugin.score(state, pod, table, nodes), dtype=np.int64)
-            normalized = np.asarray(plugin.normalize(state, pod, raw.copy()), dtype=np.int64)
-            out_of_range = normalized[(normalized < MIN_NODE_SCORE) | (normalized > MAX_NODE_SCORE)]
-            if len(out_of_range):
+            # Normalize may work in place: the raw scores are kept apart only to be explained.
+            given = raw.copy() if explain else raw
+            normalized = np.asarray(plugin.normalize(state, pod, given), dtype=np.int64)
+            if len(normalized) and (normalized.min() < MIN_NODE_SCORE or normalized.max() > MAX_NODE_SCORE):
+                out_of_range = normalized[(normalized < MIN_NODE_SCORE) | (normalized > MAX_NODE_SCORE)]
                 message = (
                     f"plugin {plugin.name!r} returns an invalid score {int(out_of_range[0])}, "
                     f"it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing"
