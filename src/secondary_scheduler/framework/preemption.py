@@ -61,10 +61,10 @@ DISRUPTION_TARGET = "DisruptionTarget"
 PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
 PREEMPTED = "Preempted"
 _MIN_CHUNK = 32
+"""The fewest nodes the dry run hands a plugin at once (below this, vectorising gains little)."""
 EVICTION_NEWS_SECONDS = 30.0
 """How long a victim whose eviction this scheduler sent counts as terminating by preemption
 without the watch showing it (``Evaluator.being_evicted``): ample for the watch to catch up."""
-"""The fewest nodes the dry run hands a plugin at once (below this, vectorising gains little)."""
 _PRIORITY_OFFSET = 2**31
 """Added to each priority before summing, so negative priorities do not favour more victims."""
 
