@@ -91,6 +91,12 @@ def num_feasible_nodes_to_find(percentage: int | None, num_all_nodes: int) -> in
     return max(num_all_nodes * percentage // 100, MIN_FEASIBLE_NODES_TO_FIND)
 
 
+def first_filter_batch(wanted: int, count: int) -> int:
+    """How many candidates the filters see first: a little over ``wanted``, enough when nearly
+    every node fits; the others are filtered only when that batch did not find enough."""
+    return min(count, wanted + wanted // 4 + 1)
+
+
 @dataclass(frozen=True)
 class PermitResult:
     status: Status
@@ -423,12 +429,11 @@ class Framework:
         count = len(active)
         start = self._next_start_index % count
         candidates = np.concatenate([active[start:], active[:start]])
-        rejected_by, unresolvable, rejections = self._filter_pass(state, pod, table, candidates)
-        overrides = self._with_nominated_pods(state, pod, table, candidates, nominated)
-        for position in overrides:
-            rejected_by[position] = len(self.filter_plugins)  # rejected: the status is in overrides
-        feasible = np.flatnonzero(rejected_by < 0)
         wanted = num_feasible_nodes_to_find(self.percentage_of_nodes_to_score, count)
+        rejected_by, unresolvable, rejections, overrides = self._filter_in_order(
+            state, pod, table, candidates, nominated, wanted
+        )
+        feasible = np.flatnonzero(rejected_by < 0)
         processed = count
         if len(feasible) > wanted:
             feasible = feasible[:wanted]
@@ -441,6 +446,40 @@ class Framework:
 
         evaluated = len(feasible) + int(np.count_nonzero(rejected >= 0))
         return _FilterPass(candidates[feasible], evaluated, diagnose)
+
+    def _filter_in_order(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        table: NodeTable,
+        candidates: Slots,
+        nominated: Mapping[int, list[PodInfo]],
+        wanted: int,
+    ) -> tuple[IntArray, BoolArray, list[tuple[Slots, str]], dict[int, Status]]:
+        """Filter the candidates in order until more than ``wanted`` fit (or all are filtered):
+        a first batch a little over ``wanted`` (enough when nearly every node fits), then the rest.
+
+        What comes back covers the evaluated prefix of ``candidates``: what upstream's search,
+        stopping at the first feasible node past the ones it wants, would have looked at. A node
+        past that prefix is never read (its feasibility, like upstream's, is left unknown).
+        """
+        count = len(candidates)
+        first = first_filter_batch(wanted, count)
+        rejected_by, unresolvable, rejections = self._filter_pass(state, pod, table, candidates[:first])
+        overrides = self._with_nominated_pods(state, pod, table, candidates[:first], nominated)
+        if first < count:
+            feasible = len(rejected_by) - int(np.count_nonzero(rejected_by >= 0))
+            if feasible - sum(1 for position in overrides if rejected_by[position] < 0) <= wanted:
+                rest = candidates[first:]
+                more_by, more_unresolvable, more = self._filter_pass(state, pod, table, rest)
+                rejected_by = np.concatenate([rejected_by, more_by])
+                unresolvable = np.concatenate([unresolvable, more_unresolvable])
+                rejections += [(positions + first, reason) for positions, reason in more]
+                later = self._with_nominated_pods(state, pod, table, rest, nominated)
+                overrides.update({position + first: status for position, status in later.items()})
+        for position in overrides:
+            rejected_by[position] = len(self.filter_plugins)  # rejected: the status is in overrides
+        return rejected_by, unresolvable, rejections, overrides
 
     def _filter_pass(
         self, state: CycleState, pod: PodInfo, table: NodeTable, candidates: Slots

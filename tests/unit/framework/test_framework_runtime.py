@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from typing import ClassVar
 
 import numpy as np
 import pytest
-from tests.unit.framework.kubeobjects import default_framework, make_node, make_pod, pod_info, table_of
+from tests.unit.framework.kubeobjects import (
+    default_framework,
+    default_profile,
+    make_node,
+    make_pod,
+    pod_info,
+    table_of,
+)
 
 from secondary_scheduler.framework import (
     Code,
@@ -19,6 +27,7 @@ from secondary_scheduler.framework import (
     ProfileSpec,
     Rejection,
     Status,
+    runtime,
 )
 from secondary_scheduler.framework.aliases import IntArray, Slots
 from secondary_scheduler.framework.interface import (
@@ -479,3 +488,35 @@ def test_pre_filter_reads_combines_what_each_plugin_says_it_reads() -> None:
         Handle(),
     )
     assert unknown.pre_filter_reads(plain)(pod_info("anyone"))
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_filtering_in_batches_decides_as_one_pass(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The filters see a first batch of candidates a little over the number wanted, the rest only
+    if too few fit: node, counts, the nodes scored, the next start and the FitError are those of
+    one pass over every node, whatever share of nodes fits and however many pods are nominated."""
+    rng = random.Random(seed)
+    count = rng.choice([120, 400, 1000, 1300])
+    fits = rng.choice([1.0, 0.9, 0.5, 0.1, 0.0])
+    nodes = [make_node(f"n{i}", cpu="2" if rng.random() < fits else "500m") for i in range(count)]
+    percentage = rng.choice([None, 10, 30])
+    crowded = rng.sample(range(count), k=count * rng.choice([1, 3]) // 10)  # no room left by a nominated pod
+
+    def run(first_batch: Callable[[int, int], int]) -> list[tuple[object, ...]]:
+        monkeypatch.setattr(runtime, "first_filter_batch", first_batch)
+        profile = default_profile(percentage_of_nodes_to_score=percentage)
+        fw = Framework(profile, in_tree_registry(), Handle(), rng=random.Random(seed))
+        for index in crowded:
+            nominated = pod_info(f"nominated-{index}", priority=10, requests={"cpu": "2"})
+            fw.handle.nominator.add(nominated, f"n{index}")
+        table = table_of(nodes)
+        outcomes = []
+        for number in range(4):
+            result = fw.schedule(pod_info(f"p{number}", requests={"cpu": "1"}), table, explain=True)
+            scored = result.explanation.nodes if result.explanation is not None else ()
+            outcomes.append(
+                (result.node_name, result.feasible_nodes, result.evaluated_nodes, scored, result.message)
+            )
+        return outcomes
+
+    assert run(runtime.first_filter_batch) == run(lambda wanted, count: count)
