@@ -385,55 +385,59 @@ class WorkloadsSection:
         existing_pods = existing_manifests(klass, existing, nodes, SCHEDULER_NAME, seed=context.nodes)
         with step(f"{context.nodes:,} nodes · {klass} · {existing:,} pre-existing pods, bound", log_every=5):
             await create_pods(api, namespace, existing_pods, PodClock(), options.concurrency)
-        first, second = (UPSTREAM, OURS) if index % 2 == 0 else (OURS, UPSTREAM)
+        order = (UPSTREAM, OURS) if index % 2 == 0 else (OURS, UPSTREAM)
+        setting = (context, namespace, node_objects, klass, order, existing_pods, node_load)
         try:
-            for repeat in range(options.workload_repeats):
-                for kind in (first, second) if repeat % 2 == 0 else (second, first):
-                    position += 1
-                    record = await self._run(
-                        context,
-                        namespace,
-                        node_objects,
-                        klass,
-                        kind,
-                        SATURATION,
-                        repeat,
-                        position,
-                        measured,
-                        existing_pods,
-                        node_load=node_load,
-                    )
-                    self.records.append(record)
-                    self._save()
+            position = await self._abba(*setting, SATURATION, options.workload_repeats, measured, position)
             if options.open_loop:
                 rate = self.open_loop_rate(context.nodes, klass)
                 if rate is None:
                     context.log(f"    [red]{klass}: no open-loop runs: a saturation run bound nothing[/red]")
                 else:
-                    for repeat in range(options.open_loop_repeats):
-                        for kind in (first, second) if repeat % 2 == 0 else (second, first):
-                            position += 1
-                            record = await self._run(
-                                context,
-                                namespace,
-                                node_objects,
-                                klass,
-                                kind,
-                                OPEN_LOOP,
-                                repeat,
-                                position,
-                                open_loop_pods,
-                                existing_pods,
-                                rate,
-                                node_load=node_load,
-                            )
-                            self.records.append(record)
-                            self._save()
+                    repeats = options.open_loop_repeats
+                    position = await self._abba(*setting, OPEN_LOOP, repeats, open_loop_pods, position, rate)
         finally:
             with step(f"{context.nodes:,} nodes · {klass} · deleting its pods and namespace", log_every=5):
                 await delete_all_pods(api, namespace, options.concurrency)
                 with contextlib.suppress(ApiError):
                     await api.delete(f"/api/v1/namespaces/{namespace}")
+        return position
+
+    async def _abba(
+        self,
+        context: BenchContext,
+        namespace: str,
+        node_objects: Sequence[JSON],
+        klass: str,
+        order: tuple[str, str],
+        existing_pods: Sequence[JSON],
+        node_load: dict[str, Any] | None,
+        mode: str,
+        repeats: int,
+        count: int,
+        position: int,
+        rate: float = math.nan,
+    ) -> int:
+        """``repeats`` runs of each scheduler in ``mode``, in ABBA order; returns the last position."""
+        for repeat in range(repeats):
+            for kind in order if repeat % 2 == 0 else order[::-1]:
+                position += 1
+                record = await self._run(
+                    context,
+                    namespace,
+                    node_objects,
+                    klass,
+                    kind,
+                    mode,
+                    repeat,
+                    position,
+                    count,
+                    existing_pods,
+                    rate,
+                    node_load=node_load,
+                )
+                self.records.append(record)
+                self._save()
         return position
 
     def open_loop_rate(self, nodes: int, klass: str) -> int | None:
