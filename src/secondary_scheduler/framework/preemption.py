@@ -465,10 +465,15 @@ class Evaluator:
         return started is not None and time.monotonic() - started < EVICTION_NEWS_SECONDS
 
     def _eviction_sent(self, uid: str) -> None:
+        """Note the eviction; forget those old enough (the oldest first: kept in the order sent)."""
         now = time.monotonic()
         sent = self._evictions_sent
-        for key in [key for key, started in sent.items() if now - started >= EVICTION_NEWS_SECONDS]:
-            del sent[key]
+        while sent:
+            oldest, started = next(iter(sent.items()))
+            if now - started < EVICTION_NEWS_SECONDS:
+                break
+            del sent[oldest]
+        sent.pop(uid, None)
         sent[uid] = now
 
     async def preempt_pod(self, candidate: Candidate, preemptor: PodInfo, victim: PodInfo) -> None:
