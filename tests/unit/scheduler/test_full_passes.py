@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import logging
 import weakref
 from collections.abc import Callable, Iterator
 
@@ -108,3 +109,24 @@ async def test_a_busy_queue_gets_its_pass_at_the_longest_interval() -> None:
     await run_until(passes, lambda: passes.passes >= 2)
     assert garbage() is None
     assert len(never_idle) >= 2
+
+
+def test_a_pass_counts_the_frozen_objects_only_for_a_debug_log(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Counting them walks every frozen object (60 ms at 5,000 nodes): not for a log nobody reads."""
+    counted: list[int] = []
+    real = gc.get_freeze_count
+
+    def counting() -> int:
+        counted.append(1)
+        return real()
+
+    monkeypatch.setattr(gc, "get_freeze_count", counting)
+    passes = FullPasses(lambda callback: None)
+    with caplog.at_level(logging.INFO, logger="secondary_scheduler.scheduler.garbage"):
+        passes.full_pass()
+    assert counted == []
+    with caplog.at_level(logging.DEBUG, logger="secondary_scheduler.scheduler.garbage"):
+        passes.full_pass()
+    assert counted == [1] and "frozen" in caplog.text
