@@ -463,22 +463,24 @@ class Framework:
         stopping at the first feasible node past the ones it wants, would have looked at. A node
         past that prefix is never read (its feasibility, like upstream's, is left unknown).
         """
-        count = len(candidates)
-        first = first_filter_batch(wanted, count)
-        rejected_by, unresolvable, rejections = self._filter_pass(state, pod, table, candidates[:first])
-        overrides = self._with_nominated_pods(state, pod, table, candidates[:first], nominated)
-        if first < count:
-            feasible = len(rejected_by) - int(np.count_nonzero(rejected_by >= 0))
-            if feasible - sum(1 for position in overrides if rejected_by[position] < 0) <= wanted:
-                rest = candidates[first:]
-                more_by, more_unresolvable, more = self._filter_pass(state, pod, table, rest)
-                rejected_by = np.concatenate([rejected_by, more_by])
-                unresolvable = np.concatenate([unresolvable, more_unresolvable])
-                rejections += [(positions + first, reason) for positions, reason in more]
-                later = self._with_nominated_pods(state, pod, table, rest, nominated)
-                overrides.update({position + first: status for position, status in later.items()})
-        for position in overrides:
-            rejected_by[position] = len(self.filter_plugins)  # rejected: the status is in overrides
+        first = first_filter_batch(wanted, len(candidates))
+        parts: list[tuple[IntArray, BoolArray]] = []
+        rejections: list[tuple[Slots, str]] = []
+        overrides: dict[int, Status] = {}
+        feasible = 0
+        for begin, end in ((0, first), (first, len(candidates))):
+            if begin == end or feasible > wanted:
+                break
+            batch = candidates[begin:end]
+            rejected_by, unresolvable, found = self._filter_pass(state, pod, table, batch)
+            for position, status in self._with_nominated_pods(state, pod, table, batch, nominated).items():
+                rejected_by[position] = len(self.filter_plugins)  # rejected: the status is in overrides
+                overrides[position + begin] = status
+            parts.append((rejected_by, unresolvable))
+            rejections += [(positions + begin, reason) for positions, reason in found]
+            feasible += int(np.count_nonzero(rejected_by < 0))
+        rejected_by = np.concatenate([rejected for rejected, _ in parts])
+        unresolvable = np.concatenate([flags for _, flags in parts])
         return rejected_by, unresolvable, rejections, overrides
 
     def _filter_pass(
@@ -490,8 +492,7 @@ class Framework:
         rejected_by = np.full(count, -1, dtype=np.int64)
         unresolvable = np.zeros(count, dtype=np.bool_)
         rejections: list[tuple[Slots, str]] = []
-        positions: Slots | None = None
-        """The candidates no plugin rejected yet; None while that is all of them (no gather needed)."""
+        positions: Slots | None = None  # not yet rejected; None while that is all (no gather needed)
         for index, plugin in enumerate(self.filter_plugins):
             if plugin.name in state.skip_filter_plugins:
                 continue
