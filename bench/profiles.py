@@ -3,8 +3,10 @@
 py-spy (a sampling profiler that reads the process from outside, so the scheduler runs
 unchanged) records every thread's stack 100 times a second while the measured pods are being
 scheduled. ``summarise`` turns its collapsed stacks into shares of the busy samples (samples
-where the process was running Python, not waiting in the event loop's ``select``): by
-function (self time) and by phase of the scheduler's work (inclusive time).
+where the process was running Python, not inside the event loop itself): by function (self
+time) and by phase of the scheduler's work (inclusive time). The scheduler runs on uvloop,
+whose loop is compiled: a sample inside it (waiting for I/O, or its own socket and TLS work)
+ends in the Python frame that started the loop.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 RATE = 100
-IDLE_FRAMES = ("EpollSelector.select (", "BaseEventLoop._run_once (")
+IDLE_FRAMES = ("Runner.run (asyncio/runners.py", "EpollSelector.select (", "BaseEventLoop._run_once (")
+"""Leaf frames of samples inside the event loop: uvloop's, then asyncio's own (older profiles)."""
 PHASES = (
     ("scheduling cycles", "Framework.schedule (secondary_scheduler/framework/runtime.py"),
     ("  of which preemption", "Evaluator.preempt (secondary_scheduler/framework/preemption.py"),

@@ -543,7 +543,9 @@ def test_profile_summary_counts_busy_samples_by_function_and_phase() -> None:
     top = "BaseEventLoop._run_once (asyncio/base_events.py:1922);Handle._run (asyncio/events.py:80)"
     cycle = "Framework.schedule (secondary_scheduler/framework/runtime.py:240)"
     lines = [
-        f"{top};EpollSelector.select (selectors.py:468) 50",
+        f"{top};EpollSelector.select (selectors.py:468) 30",
+        "scheduler (secondary_scheduler/cli/scheduler_cmd.py:409);run (uvloop/__init__.py:92);"
+        "Runner.run (asyncio/runners.py:118) 20",
         f"{top};{cycle};Fit.filter (secondary_scheduler/plugins/noderesources/fit.py:150) 30",
         f"{top};{cycle};Evaluator.preempt (secondary_scheduler/framework/preemption.py:260) 10",
         f"{top};Reflector.run (/opt/secsched/lib/secondary_scheduler/kube/reflector.py:80);loads (x.py:1) 10",

@@ -7,7 +7,6 @@ kube-scheduler never runs with a flag silently ignored.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from collections.abc import Callable
@@ -17,7 +16,7 @@ import click
 
 from secondary_scheduler import __version__
 from secondary_scheduler.cli.plugin_option import plugin_option
-from secondary_scheduler.scheduler.app import StartupError, configure_logging, run, write_config
+from secondary_scheduler.scheduler.app import StartupError, configure_logging, run_on_uvloop, write_config
 from secondary_scheduler.scheduler.authn import RequestHeaderConfig
 from secondary_scheduler.scheduler.authz import AlwaysAllowPaths
 from secondary_scheduler.scheduler.delegatedauth import DEFAULT_ALWAYS_ALLOW_PATHS, DelegatedAuthOptions
@@ -405,7 +404,7 @@ def scheduler(**options: Any) -> None:
         if flags.write_config_to:
             write_config(flags)
             return
-        sys.exit(asyncio.run(run(flags)))
+        sys.exit(run_on_uvloop(flags))
     except StartupError as error:
         for line in str(error).splitlines():
             click.echo(f"error: {line}", err=True)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from pathlib import Path
 
 import pytest
+import uvloop
 import yaml
 from click.testing import CliRunner
 
@@ -104,6 +106,19 @@ def test_version() -> None:
     assert run("--version") == (0, "secsched 0.1.0 (kube-scheduler v1.34.0 compatible)\n")
     code, output = run("--version=raw")
     assert code == 0 and json.loads(output)["minor"] == "34"
+
+
+def test_the_scheduler_runs_on_uvloop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The command hands its flags to ``app.run`` inside uvloop's loop and exits with its code."""
+    seen: list[object] = []
+
+    async def fake_run(flags: SchedulerFlags) -> int:
+        seen.append(type(asyncio.get_running_loop()))
+        return 3
+
+    monkeypatch.setattr(app, "run", fake_run)
+    assert run("--leader-elect=false")[0] == 3
+    assert seen == [uvloop.Loop]
 
 
 def test_write_config_to_applies_the_flags(tmp_path: Path) -> None:
