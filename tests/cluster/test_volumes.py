@@ -12,6 +12,7 @@ published as CSIStorageCapacity; CSINode volume limits) or are created here by h
 from __future__ import annotations
 
 import asyncio
+import re
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
@@ -251,10 +252,26 @@ class Side:
                     and condition["status"] == "False"
                     and condition.get("reason") == reason
                 ):
-                    return str(condition.get("message") or "") or None
+                    text = str(condition.get("message") or "")
+                    return None if await self._claim_seen_late(text) else text or None
             return None
 
         return await wait_for(message, f"{self.who} to report {pod} {reason}", timeout=timeout)
+
+    async def _claim_seen_late(self, message: str) -> bool:
+        """Whether the message blames a missing claim that exists: the scheduler's claim watch had
+        not delivered it when the pod (created right after it) was tried; the claim's arrival
+        requeues the pod, and the next attempt's message is the one a case is about."""
+        missing = re.search(r'persistentvolumeclaim "([^"]+)" not found', message)
+        if missing is None:
+            return False
+        try:
+            await self.api.get(f"/api/v1/namespaces/{self.namespace}/persistentvolumeclaims/{missing[1]}")
+        except ApiError as error:
+            if error.not_found:
+                return False
+            raise
+        return True
 
 
 Case = Callable[[Side], Awaitable[Any]]
