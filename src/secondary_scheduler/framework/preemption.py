@@ -17,7 +17,9 @@ priority would make it fit, following pkg/scheduler/framework/preemption/preempt
    lower-priority pods nominated to that node lose their nomination, and each victim gets
    the ``DisruptionTarget`` condition and is deleted (a victim a Permit plugin holds is
    rejected instead), with a ``Preempted`` Event. The pod is nominated to the node at once,
-   so the next cycles keep the room for it while the victims terminate.
+   so the next cycles keep the room for it while the victims terminate, and is kept out of
+   the queue (the preemption plugin's PreEnqueue, ``is_preempting``) until every eviction
+   has been answered.
 
 The dry run changes the live NodeTable (victims removed and put back) and restores it
 before returning: a scheduling cycle is synchronous, so nothing else sees it meanwhile.
@@ -304,7 +306,8 @@ class Evaluator:
         self.budgets = handle.informer(POD_DISRUPTION_BUDGETS)
         self.metrics = PreemptionMetrics.of(handle)
         self.preempting: set[str] = set()
-        """UIDs of pods whose victims are still being evicted in the background."""
+        """UIDs of pods whose victims are still being evicted in the background (PreEnqueue keeps
+        them out of the queue meanwhile: ``is_preempting``)."""
         self._evictions_sent: dict[str, float] = {}
         """Victim UID -> when this scheduler started evicting it (monotonic seconds)."""
 
@@ -312,8 +315,6 @@ class Evaluator:
     def preempt(self, state: CycleState, pod: PodInfo, table: NodeTable, diagnosis: Diagnosis) -> Preemption:
         """Find and prepare the victims that let ``pod`` fit (Evaluator.Preempt)."""
         self.metrics.attempts.inc()
-        if pod.uid in self.preempting:
-            return Preemption(Status.unschedulable(WAITING_FOR_PREEMPTION))
         nominated_status = diagnosis.status_of(self.handle.nominator.node_of(pod.uid) or "")
         eligible, reason = self.interface.eligible_to_preempt_others(pod, table, nominated_status)
         if not eligible:
@@ -331,7 +332,7 @@ class Evaluator:
         best = self.select_candidate(candidates)
         if best is None:
             return Preemption(Status.unschedulable(NO_CANDIDATE))
-        self.prepare_candidate(best, pod)
+        self.prepare_candidate(best, pod, table)
         return Preemption(SUCCESS, nominated_node=best.node, candidate=best)
 
     def find_candidates(
@@ -408,7 +409,11 @@ class Evaluator:
         return pick_one_node(candidates, self.handle.wall_clock())
 
     # -- acting on it (the API work runs in the background) -------------------------------------
-    def prepare_candidate(self, candidate: Candidate, pod: PodInfo) -> None:
+    def is_preempting(self, uid: str) -> bool:
+        """Whether the pod's victims are still being evicted (IsPodRunningPreemption)."""
+        return uid in self.preempting
+
+    def prepare_candidate(self, candidate: Candidate, pod: PodInfo, table: NodeTable) -> None:
         """Evict the victims and take lower-priority nominations off the node (prepareCandidateAsync).
 
         The nominations go at once in memory, so the next cycle already sees the room as
@@ -424,12 +429,24 @@ class Evaluator:
             return
         self.preempting.add(pod.uid)
         try:
-            self.handle.spawn(self._prepare(candidate, pod, lower), name=f"preempt-{pod.key}")
+            self.handle.spawn(self._prepare(candidate, pod, lower, table), name=f"preempt-{pod.key}")
         except RuntimeError:  # no event loop: nobody would run the work
             self.preempting.discard(pod.uid)
             raise
 
-    async def _prepare(self, candidate: Candidate, pod: PodInfo, lower: Sequence[PodInfo]) -> None:
+    async def _prepare(
+        self, candidate: Candidate, pod: PodInfo, lower: Sequence[PodInfo], table: NodeTable
+    ) -> None:
+        """Evict the victims (all at once), then let the pod back into the queue.
+
+        kube-scheduler lets the pod go just before the last victim's eviction, so that the
+        victim's deletion event cannot reach the queue while the pod is still kept out (its
+        goroutines race); in between, a pod requeued by another event is tried before its
+        victim shows as terminating and may evict a second pod. This loop has no such race:
+        the pod stays out until every eviction has been answered, and if the watch has
+        already taken its victims away by then, it goes back at once; otherwise their
+        deletion requeues it, as upstream.
+        """
         victims = candidate.victims
         try:
             for other in lower:
@@ -438,19 +455,19 @@ class Evaluator:
                     await self.set_nominated_node(other, "")
                 except Exception as error:
                     log.warning("clearing the nomination of %s failed: %s", other.key, error)
-            # All victims but the last in parallel; the pod stops counting as preempting
-            # before the last one goes, so that the last deletion can requeue it.
             results = await asyncio.gather(
-                *(self.preempt_pod(candidate, pod, victim) for victim in victims[:-1]), return_exceptions=True
+                *(self.preempt_pod(candidate, pod, victim) for victim in victims), return_exceptions=True
             )
-            for victim, result in zip(victims, results, strict=False):
-                if isinstance(result, BaseException):
-                    log.warning("preempting %s for %s failed: %s", victim.key, pod.key, result)
         finally:
             self.preempting.discard(pod.uid)
-        if victims:
-            await self.preempt_pod(candidate, pod, victims[-1])
-        log.info("preempted %d pods on %s for %s", len(victims), candidate.node, pod.key)
+        failed = [(victim, result) for victim, result in zip(victims, results, strict=True) if result]
+        for victim, problem in failed:
+            log.warning("preempting %s for %s failed: %s", victim.key, pod.key, problem)
+        if failed or (victims and all(table.node_of_pod(victim.key) is None for victim in victims)):
+            # Its room is free already, or an eviction failed (upstream activates it then too).
+            self.handle.activate([pod])
+        if not failed:
+            log.info("preempted %d pods on %s for %s", len(victims), candidate.node, pod.key)
 
     def being_evicted(self, uid: str) -> bool:
         """Whether this scheduler started evicting the pod lately: it counts as terminating by

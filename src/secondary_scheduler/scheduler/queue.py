@@ -81,6 +81,8 @@ class QueuedPod(Generic[P]):
     """Events that came while it was being scheduled (their ``worth`` checks), for requeue_failed."""
     activated_in_flight: bool = False
     """A plugin activated it while it was being scheduled (upstream's ForceActivate event)."""
+    gated: bool = False
+    """A PreEnqueue plugin kept it out when it was last to be requeued: it waits as unschedulable."""
 
 
 def _always(item: object) -> bool:
@@ -175,12 +177,16 @@ class SchedulingQueue(Generic[P]):
         max_backoff: float = 10.0,
         unschedulable_timeout: float = 300.0,
         clock: Callable[[], float] = time.monotonic,
+        gate: Callable[[P], bool] | None = None,
     ) -> None:
+        """``gate``: whether PreEnqueue keeps a pod out of active and backoff now (e.g. its
+        preemption is still evicting); asked whenever a waiting pod would move back in."""
         self.less = less
         self.initial_backoff = initial_backoff
         self.max_backoff = max_backoff
         self.unschedulable_timeout = unschedulable_timeout
         self.clock = clock
+        self.gate = gate
         order = itertools.count()
         self._active: _Heap[P] = _Heap(less, order, by_expiry=False)
         self._backoff: _Heap[P] = _Heap(less, order, by_expiry=True)
@@ -195,10 +201,12 @@ class SchedulingQueue(Generic[P]):
 
     # -- sizes (for scheduler_pending_pods) --------------------------------------------
     def counts(self) -> dict[str, int]:
+        gated = sum(item.gated for item in self._unschedulable.values())
         return {
             "active": len(self._active),
             "backoff": len(self._backoff) + len(self._error_backoff),
-            "unschedulable": len(self._unschedulable),
+            "unschedulable": len(self._unschedulable) - gated,
+            "gated": gated,
         }
 
     def get(self, key: str) -> P | None:
@@ -375,8 +383,9 @@ class SchedulingQueue(Generic[P]):
                 or self._error_backoff.remove(key)
             )
             if item is not None:
-                self._push_active(item)
-                moved += 1
+                if not self._kept_out(item):
+                    self._push_active(item)
+                    moved += 1
             elif key in self._in_flight:
                 self._in_flight[key].activated_in_flight = True
         return moved
@@ -419,11 +428,22 @@ class SchedulingQueue(Generic[P]):
 
     def _requeue(self, item: QueuedPod[P]) -> None:
         """requeuePodWithQueueingStrategy (queueAfterBackoff): backoff while backing off, else active."""
+        if self._kept_out(item):
+            return
         if self.backing_off(item):
             self._push_backoff(item)
         else:
             item.timestamp = self.clock()
             self._push_active(item)
+
+    def _kept_out(self, item: QueuedPod[P]) -> bool:
+        """PreEnqueue on the way back in (moveToActiveQ): a gated pod waits as unschedulable, and
+        the next event that may help it asks again."""
+        item.gated = self.gate is not None and self.gate(item.pod)
+        if item.gated:
+            item.unschedulable_since = self.clock()
+            self._unschedulable[item.pod.key] = item
+        return item.gated
 
     def flush(self) -> None:
         """Move pods whose backoff ended to active, and long-unschedulable pods back in."""

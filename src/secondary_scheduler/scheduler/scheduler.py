@@ -87,6 +87,7 @@ class Scheduler:
             first.run_queue_sort_less,
             initial_backoff=config.pod_initial_backoff_seconds,
             max_backoff=config.pod_max_backoff_seconds,
+            gate=self._gated,
         )
         self.table = NodeTable()
         self.assumed = AssumedPods(self.table)
@@ -178,6 +179,12 @@ class Scheduler:
         if waiting is not None:
             waiting.reject("", "removed")
 
+    def _gated(self, pod: PodInfo) -> bool:
+        """The queue's PreEnqueue check for a pod on its way back in (a preemptor whose victims
+        are still being evicted waits, as kube-scheduler's DefaultPreemption keeps it)."""
+        framework = self.frameworks.get(pod.scheduler_name)
+        return framework is not None and not framework.run_pre_enqueue(pod).is_success
+
     def _activate(self, pods: list[PodInfo]) -> None:
         """``handle.activate``: plugins move waiting pods (a gang's siblings) to the active queue."""
         moved = self.queue.activate(pod.key for pod in pods)
@@ -211,9 +218,10 @@ class Scheduler:
 
     async def _report_pending(self) -> None:
         while True:
-            for queue_name, count in self.queue.counts().items():
+            counts = self.queue.counts()
+            counts["gated"] += len(self.handlers.gated)
+            for queue_name, count in counts.items():
                 self.metrics.pending_pods.labels(queue_name).set(count)
-            self.metrics.pending_pods.labels("gated").set(len(self.handlers.gated))
             await asyncio.sleep(1)
 
     # -- the scheduling cycle ----------------------------------------------------------

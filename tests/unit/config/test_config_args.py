@@ -47,7 +47,7 @@ def test_the_catalog_matches_the_brief() -> None:
         "VolumeBinding": ["filter", "preBind", "preFilter", "preScore", "reserve", "score"],
         "VolumeZone": ["filter", "preFilter"],
         "DynamicResources": ["postFilter", "preFilter"],
-        "DefaultPreemption": ["postFilter"],
+        "DefaultPreemption": ["postFilter", "preEnqueue"],
         "DefaultBinder": ["bind"],
         "TargetLoadPacking": ["score"],
         "LoadVariationRiskBalancing": ["score"],

@@ -85,7 +85,7 @@ def test_default_plugins_are_kube_scheduler_1_34s_restricted_to_ours(load: Load)
     plugins = load("profiles: [{schedulerName: s}]\n").config.profiles[0].plugins
     names = {point: [entry.name for entry in plugins[point]] for point in P}
     assert names[P.QUEUE_SORT] == ["PrioritySort"]
-    assert names[P.PRE_ENQUEUE] == ["SchedulingGates"]
+    assert names[P.PRE_ENQUEUE] == ["SchedulingGates", "DefaultPreemption"]
     volumes = ["VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone"]
     assert names[P.PRE_FILTER] == [
         "NodeAffinity",
@@ -137,12 +137,12 @@ def test_default_plugins_are_kube_scheduler_1_34s_restricted_to_ours(load: Load)
 def test_every_enabled_plugin_with_args_gets_default_args(load: Load) -> None:
     profile = load("profiles: [{schedulerName: s}]\n").config.profiles[0]
     assert list(profile.plugin_args) == [
+        "DefaultPreemption",  # enabled at preEnqueue too, the first point after queueSort
         "NodeAffinity",
         "NodeResourcesFit",
         "VolumeBinding",
         "PodTopologySpread",
         "InterPodAffinity",
-        "DefaultPreemption",
         "NodeResourcesBalancedAllocation",
     ]
     fit = profile.plugin_args["NodeResourcesFit"]
@@ -158,7 +158,12 @@ def test_every_enabled_plugin_with_args_gets_default_args(load: Load) -> None:
     affinity = profile.plugin_args["InterPodAffinity"]
     assert isinstance(affinity, InterPodAffinityArgs)
     assert (affinity.hard_pod_affinity_weight, affinity.ignore_preferred_terms_of_existing_pods) == (1, False)
-    assert profile.enabled_plugins()[:3] == ("PrioritySort", "SchedulingGates", "NodeAffinity")
+    assert profile.enabled_plugins()[:4] == (
+        "PrioritySort",
+        "SchedulingGates",
+        "DefaultPreemption",
+        "NodeAffinity",
+    )
 
 
 @pytest.mark.parametrize(

@@ -41,6 +41,7 @@ from secondary_scheduler.framework.preemption import (
     unschedulable_slots,
 )
 from secondary_scheduler.framework.status import Code, Status
+from secondary_scheduler.kube.client import ApiError
 from secondary_scheduler.plugins.defaultpreemption import DefaultPreemption, DefaultPreemptionArgs
 from secondary_scheduler.plugins.defaultpreemption.plugin import PRE_FILTER_PASSED, PreemptionNote
 
@@ -456,10 +457,15 @@ async def test_victims_get_the_disruption_condition_then_are_deleted_with_an_eve
     preemptor = pending("preemptor", cpu="3", priority=100)
     assert cluster.schedule(preemptor).nominated_node == "a"
     assert cluster.nominator.node_of("uid-lower") is None
-    # Until its victims are on their way, the preemptor does not preempt again.
-    again = cluster.schedule(preemptor)
-    assert again.message.endswith("preemption: waiting for the preemption for this pod to be finished")
+    # Until its victims' evictions are answered, PreEnqueue keeps the preemptor out of the queue.
+    waiting = cluster.framework.run_pre_enqueue(preemptor)
+    assert (waiting.code, waiting.message, waiting.plugin) == (
+        Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+        "waiting for the preemption for this pod to be finished",
+        "DefaultPreemption",
+    )
     await settle(handle)
+    assert cluster.framework.run_pre_enqueue(preemptor).is_success
 
     status_path = "/api/v1/namespaces/default/pods/{}/status"
     assert cluster.nominator.node_of("uid-preemptor") == "a"  # its status is the scheduler's to write
@@ -488,6 +494,48 @@ async def test_victims_get_the_disruption_condition_then_are_deleted_with_an_eve
     # Once the victims are gone, the pod takes its node; preempting again is possible.
     cluster.evict("v1", "v2", "held")
     assert cluster.schedule(preemptor).node_name == "a"
+
+
+@pytest.mark.parametrize("watch_first", [False, True])
+async def test_the_preemptor_goes_back_at_once_only_if_the_watch_took_its_victim_first(
+    watch_first: bool,
+) -> None:
+    """Out of the queue until the eviction is answered; then back at once if the victim is gone
+    from the table already (its deletion event came while the pod was kept out), else its
+    deletion event requeues it (the pod is no longer kept out by then)."""
+    activated: list[list[str]] = []
+    cluster: Cluster
+
+    class WatchFirst(FakeClient):
+        async def delete(self, path: str, params: Any = None) -> JSON:
+            if watch_first:
+                cluster.evict(path.rsplit("/", 1)[1])
+            return await super().delete(path, params)
+
+    handle = Handle(client=WatchFirst(), activator=lambda pods: activated.append([pod.name for pod in pods]))  # type: ignore[arg-type]
+    cluster = Cluster([make_node("a", cpu="1")], [running("victim", "a")], handle=handle)
+    preemptor = pending("preemptor")
+    assert cluster.schedule(preemptor).nominated_node == "a"
+    assert not cluster.framework.run_pre_enqueue(preemptor).is_success
+    await settle(handle)
+    assert cluster.framework.run_pre_enqueue(preemptor).is_success
+    assert activated == ([["preemptor"]] if watch_first else [])
+
+
+async def test_a_failed_eviction_lets_the_preemptor_back_at_once() -> None:
+    activated: list[str] = []
+
+    class Refusing(FakeClient):
+        async def delete(self, path: str, params: Any = None) -> JSON:
+            raise ApiError(500, "Internal Server Error", "etcd timeout")
+
+    handle = Handle(client=Refusing(), activator=lambda pods: activated.extend(pod.name for pod in pods))  # type: ignore[arg-type]
+    cluster = Cluster([make_node("a", cpu="1")], [running("victim", "a")], handle=handle)
+    preemptor = pending("preemptor")
+    assert cluster.schedule(preemptor).nominated_node == "a"
+    await settle(handle)
+    assert activated == ["preemptor"]
+    assert not cluster.plugin.evaluator.being_evicted("uid-victim")  # it may still be running
 
 
 async def test_no_candidate_clears_an_earlier_nomination() -> None:

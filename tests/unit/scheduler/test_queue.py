@@ -59,7 +59,7 @@ async def test_unschedulable_pod_waits_for_an_event() -> None:
     queue.add(FakePod("p"))
     item = await queue.pop()
     queue.requeue_failed(item, unschedulable=True, rejectors=FIT)
-    assert queue.counts() == {"active": 0, "backoff": 0, "unschedulable": 1}
+    assert queue.counts() == {"active": 0, "backoff": 0, "unschedulable": 1, "gated": 0}
     clock.now += 60  # backoff over, but nothing changed in the cluster: still waits
     queue.flush()
     assert queue.counts()["unschedulable"] == 1
@@ -75,8 +75,32 @@ async def test_event_during_the_attempt_sends_the_pod_to_backoff() -> None:
     item = await queue.pop()
     queue.move_all_to_active_or_backoff("NodeAdd")  # arrives while "p" is in flight
     queue.requeue_failed(item, unschedulable=True, rejectors=FIT)
-    assert queue.counts() == {"active": 0, "backoff": 1, "unschedulable": 0}
+    assert queue.counts() == {"active": 0, "backoff": 1, "unschedulable": 0, "gated": 0}
     assert (await asyncio.wait_for(queue.pop(), 1)).pod.key == "p"  # nothing active: popped at once
+
+
+async def test_a_gated_pod_waits_until_its_gate_opens_and_an_event_comes() -> None:
+    """PreEnqueue asked on the way back in (a preemptor whose victims are being evicted)."""
+    clock = Clock()
+    gated = {"p"}
+    queue: SchedulingQueue[FakePod] = SchedulingQueue(
+        priority_less, initial_backoff=1, max_backoff=10, clock=clock, gate=lambda pod: pod.key in gated
+    )
+    queue.add(FakePod("p"))
+    item = await queue.pop()
+    queue.move_all_to_active_or_backoff("AssignedPodDelete")  # while in flight
+    queue.requeue_failed(item, unschedulable=True, rejectors=FIT)
+    assert queue.counts() == {"active": 0, "backoff": 0, "unschedulable": 0, "gated": 1}
+    for _ in range(2):  # neither events nor activation let it in while the gate is shut
+        queue.move_all_to_active_or_backoff("AssignedPodDelete")
+        assert queue.activate(["p"]) == 0
+        clock.now += 301
+        queue.flush()
+        assert queue.counts()["gated"] == 1
+    gated.clear()
+    assert queue.counts()["gated"] == 1  # still waiting for something to ask again
+    assert queue.activate(["p"]) == 1
+    assert (await asyncio.wait_for(queue.pop(), 1)).pod.key == "p"
 
 
 async def test_unschedulable_pods_are_flushed_after_the_timeout() -> None:
@@ -134,7 +158,7 @@ async def test_an_idle_queue_pops_a_rejected_pod_from_backoff_at_once_but_not_an
     queue.move_all_to_active_or_backoff("NodeAdd")  # both were in flight: both go to backoff
     queue.requeue_failed(rejected, unschedulable=True, rejectors=FIT)
     queue.requeue_failed(errored, unschedulable=False)
-    assert queue.counts() == {"active": 0, "backoff": 2, "unschedulable": 0}
+    assert queue.counts() == {"active": 0, "backoff": 2, "unschedulable": 0, "gated": 0}
     assert (await asyncio.wait_for(queue.pop(), 1)).pod.key == "rejected"  # no backoff wait
     with pytest.raises(TimeoutError):
         await asyncio.wait_for(queue.pop(), 0.2)  # the errored pod waits out its backoff
@@ -200,7 +224,7 @@ async def test_no_backoff_when_the_maximum_is_zero() -> None:
     )
     queue.add(FakePod("p"))
     queue.requeue_failed(await queue.pop(), unschedulable=False)
-    assert queue.counts() == {"active": 1, "backoff": 0, "unschedulable": 0}
+    assert queue.counts() == {"active": 1, "backoff": 0, "unschedulable": 0, "gated": 0}
 
 
 async def test_idle_callbacks_run_once_nothing_is_left_to_pop() -> None:
@@ -234,5 +258,5 @@ async def test_a_pod_rejected_at_permit_ignores_the_events_of_its_wait_but_not_a
     for item in (waited, activated):
         queue.drop_events_in_flight(item.pod.key)  # rejected at Permit: it had room
         queue.requeue_failed(item, unschedulable=True, rejectors=frozenset({"GroupPermit"}))
-    assert queue.counts() == {"active": 0, "backoff": 1, "unschedulable": 1}
+    assert queue.counts() == {"active": 0, "backoff": 1, "unschedulable": 1, "gated": 0}
     assert (await queue.pop()).pod.key == "activated"

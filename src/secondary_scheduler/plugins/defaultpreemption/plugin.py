@@ -1,4 +1,4 @@
-"""The DefaultPreemption PostFilter plugin (pkg/scheduler/framework/plugins/defaultpreemption).
+"""The DefaultPreemption PostFilter and PreEnqueue plugin (pkg/scheduler/framework/plugins/defaultpreemption).
 
 The plugin decides what kube-scheduler's DefaultPreemption decides; the shared
 ``framework.preemption.Evaluator`` runs the search and the evictions:
@@ -14,8 +14,9 @@ The plugin decides what kube-scheduler's DefaultPreemption decides; the shared
   fits with. Whoever cannot be put back is a victim.
 
 Its PostFilter messages are kube-scheduler's, prefixed "preemption: ". A successful
-preemption nominates the pod to the node (``status.nominatedNodeName``); the pod goes back
-to the queue and is bound there once its victims are gone.
+preemption nominates the pod to the node (``status.nominatedNodeName``); the victims are
+evicted in the background (kube-scheduler 1.34's async preemption), PreEnqueue keeps the pod
+out of the queue until that is done, and it is bound there once its victims are gone.
 """
 
 from __future__ import annotations
@@ -33,11 +34,13 @@ from secondary_scheduler.framework.interface import (
     PodPredicate,
     PostFilterPlugin,
     PostFilterResult,
+    PreEnqueuePlugin,
 )
 from secondary_scheduler.framework.nodetable import NodeTable
 from secondary_scheduler.framework.podinfo import PodInfo
 from secondary_scheduler.framework.podmoves import PodMoves
 from secondary_scheduler.framework.preemption import (
+    WAITING_FOR_PREEMPTION,
     Budget,
     Candidate,
     Evaluator,
@@ -79,7 +82,7 @@ class PreemptionNote:
         return lines
 
 
-class DefaultPreemption(PostFilterPlugin):
+class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin):
     name: ClassVar[str] = "DefaultPreemption"
     args_model = DefaultPreemptionArgs
 
@@ -93,8 +96,16 @@ class DefaultPreemption(PostFilterPlugin):
         """Pod UID -> which pods its PreFilter reads, while its dry run lasts."""
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
-        # PostFilter never rejects a pod itself: the filters' plugins own its requeueing.
+        # PostFilter never rejects a pod itself, and a pod kept out by PreEnqueue is let back
+        # in by the end of its evictions or their deletion events: the filters' plugins own
+        # its requeueing (upstream registers pod deletions with a hint that always skips).
         return ()
+
+    def pre_enqueue(self, pod: PodInfo) -> Status:
+        """Keep the pod out of the queue while its victims are being evicted (async preemption)."""
+        if self.evaluator.is_preempting(pod.uid):
+            return Status.unschedulable(WAITING_FOR_PREEMPTION, unresolvable=True)
+        return SUCCESS
 
     def post_filter(
         self, state: CycleState, pod: PodInfo, table: NodeTable, diagnosis: Diagnosis

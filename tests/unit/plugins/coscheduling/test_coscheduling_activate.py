@@ -31,11 +31,11 @@ async def test_activate_moves_waiting_pods_to_active_at_once_as_upstreams_activa
     a, b, c = [await queue.pop() for _ in range(3)]
     queue.requeue_failed(a, unschedulable=True, rejectors=frozenset({"Coscheduling"}))
     queue.requeue_failed(b, unschedulable=False)  # an error: backoff for 5 s
-    assert queue.counts() == {"active": 0, "backoff": 1, "unschedulable": 1}
+    assert queue.counts() == {"active": 0, "backoff": 1, "unschedulable": 1, "gated": 0}
     # c is still being scheduled; "gone" is not in the queue at all.
     assert queue.activate(["a", "b", "c", "gone"]) == 2
     # Both failed just now: activation skips what is left of their backoff (kube-scheduler's Activate).
-    assert queue.counts() == {"active": 2, "backoff": 0, "unschedulable": 0}
+    assert queue.counts() == {"active": 2, "backoff": 0, "unschedulable": 0, "gated": 0}
     assert [(await queue.pop()).pod.key for _ in range(2)] == ["a", "b"]
     # The in-flight pod was activated too: when it fails it backs off instead of waiting for an event.
     queue.requeue_failed(c, unschedulable=True, rejectors=frozenset({"Coscheduling"}))
