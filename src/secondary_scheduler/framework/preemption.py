@@ -460,7 +460,11 @@ class Evaluator:
             )
         finally:
             self.preempting.discard(pod.uid)
-        failed = [(victim, result) for victim, result in zip(victims, results, strict=True) if result]
+        failed = [
+            (victim, result)
+            for victim, result in zip(victims, results, strict=True)
+            if isinstance(result, BaseException)
+        ]
         for victim, problem in failed:
             log.warning("preempting %s for %s failed: %s", victim.key, pod.key, problem)
         if failed or (victims and all(table.node_of_pod(victim.key) is None for victim in victims)):

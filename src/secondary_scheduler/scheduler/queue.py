@@ -447,6 +447,8 @@ class SchedulingQueue(Generic[P]):
 
     def flush(self) -> None:
         """Move pods whose backoff ended to active, and long-unschedulable pods back in."""
+        # No PreEnqueue here: a pod is gated only once it failed in flight (its preemption
+        # started in its own cycle), and a gated pod waits as unschedulable, never in backoff.
         for heap in (self._backoff, self._error_backoff):
             while (head := heap.peek()) is not None and not self.backing_off(head):
                 heap.pop()
