@@ -95,6 +95,12 @@ def _metrics(run: SchedulerRun) -> dict[str, float]:
     }
 
 
+def _keep_metrics(run: SchedulerRun, path: Path) -> None:
+    """Save the scheduler's whole /metrics page, so that a run's phases (queue, cycle, binding)
+    can be compared between the schedulers after the fact."""
+    path.write_text(run.get("/metrics").text)
+
+
 class ThroughputSection:
     name = "throughput"
     title = "Throughput and latency"

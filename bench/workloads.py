@@ -51,7 +51,7 @@ from bench.profiles import Profile, Recorder
 from bench.report import milliseconds, number, table
 from bench.sections import RunInfo
 from bench.stats import PodClock, RunMeasures, percentile, ratio
-from bench.throughput import LABELS, SCHEDULER_NAME, ThroughputSection, _metrics, bench_config
+from bench.throughput import LABELS, SCHEDULER_NAME, ThroughputSection, _keep_metrics, _metrics, bench_config
 from bench.volumes import PVS, VolumesSection, claims_path, create_objects, delete_claims
 from bench.workload import (
     JSON,
@@ -509,6 +509,8 @@ class WorkloadsSection:
                 )
                 await asyncio.sleep(METRICS_SETTLE)
                 before_metrics = await asyncio.to_thread(_metrics, scheduler)
+                kept_metrics = str(directory / f"{prefix}-{klass}-{mode}.metrics-{{}}.txt")
+                await asyncio.to_thread(_keep_metrics, scheduler, Path(kept_metrics.format("before")))
                 before_cpu = ThroughputSection._cpu(context, scheduler)
                 created = [0]
 
@@ -545,6 +547,7 @@ class WorkloadsSection:
                 profile = await asyncio.to_thread(recorder.stop) if recorder is not None else None
                 await asyncio.sleep(METRICS_SETTLE)
                 after_metrics = await asyncio.to_thread(_metrics, scheduler)
+                await asyncio.to_thread(_keep_metrics, scheduler, Path(kept_metrics.format("after")))
                 listed = (await api.list_all(pods_path(namespace)))["items"]
                 if klass == "pvc":
                     listed_claims = (await api.list_all(claims_path(namespace)))["items"]
@@ -1022,5 +1025,9 @@ class WorkloadsSection:
   first), its hard topology spread (over the domains of the nodes it admits, the counts of the
   pods it selects differ by at most maxSkew), the nodes' allocatable CPU, memory and pods, and
   for PVC-bearing pods, their volume pinned to their node.
-- Raw numbers of every run: `workloads.json` in the run's working directory.
+- Raw numbers of every run: `workloads.json` in the run's working directory; beside it, under
+  `workloads-<nodes>/`, each scheduler's log and its whole `/metrics` page just before and after
+  the measured span (`<run>-<class>-<mode>.metrics-before.txt`, `-after.txt`), from which the time
+  inside the scheduler (`scheduler_pod_scheduling_sli_duration_seconds`, attempt durations by
+  result) can be set against the end-to-end latency afterwards.
 """

@@ -9,6 +9,7 @@ import math
 import time
 from collections import Counter
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -16,6 +17,7 @@ from bench.__main__ import WORKLOADS_DEFAULT_SIZES, _sizes, main, parser
 from bench.context import BenchOptions
 from bench.sections import SECTIONS
 from bench.stats import PodClock
+from bench.throughput import _keep_metrics
 from bench.workloadclasses import (
     CLASS_NAMES,
     EXISTING,
@@ -572,3 +574,12 @@ def test_a_run_records_what_the_counters_moved_by_over_its_span() -> None:
     assert run.cpu_ms_per_pod("scheduler") == pytest.approx(100.0)
     assert (run.scheduled_attempts, run.failed_attempts) == (4.0, 1.0)
     assert run.mean_attempt_seconds == pytest.approx(0.05)
+
+
+def test_a_runs_metrics_page_is_kept_whole(tmp_path: Path) -> None:
+    """The page is saved as the scheduler served it, so any metric can be compared afterwards."""
+    page = '# TYPE scheduler_pod_scheduling_sli_duration_seconds histogram\nscheduler_x{a="b"} 1\n'
+    run = SimpleNamespace(get=lambda path: SimpleNamespace(text=page if path == "/metrics" else ""))
+    target = tmp_path / "o1-basic-open-loop.metrics-after.txt"
+    _keep_metrics(run, target)  # type: ignore[arg-type]
+    assert target.read_text() == page
