@@ -30,9 +30,9 @@ WORKLOADS_DEFAULT_PODS = {1000: (500, 500), 5000: (1000, 1000)}
 NODE_LEASE_SECONDS = 24 * 3600
 """KWOK renews a node's Lease every quarter of its duration, and the nodes of one size are made
 together, so their renewals come as one burst (1,000 writes within about 45 seconds at 1,000
-nodes): with 1800 s leases one fell every 7.5 minutes, into whichever runs were going, and
-slowed them (2026-11-26: the `preemption` class's open-loop p99 at 1,000 nodes 154 against 72-85
-ms for the runs it missed). With a day's lease the first renewal comes after six hours."""
+nodes): with 1800 s leases one fell every 7.5 minutes, into whichever runs were going (2026-11-26,
+1,000 nodes: five open-loop runs had one, each the slower of its scheduler's two runs of the
+class). With a day's lease the first renewal comes after six hours."""
 SECTION_DEFAULT_SIZES = {
     "volumes": VOLUME_DEFAULT_SIZES,
     "gang": GANG_DEFAULT_SIZES,
