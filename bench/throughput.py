@@ -70,13 +70,14 @@ def bench_config(qps: float, burst: int, kubeconfig: Path) -> str:
     return config.replace("clientConnection:\n", f"clientConnection:\n  kubeconfig: {kubeconfig}\n", 1)
 
 
-def _metrics(run: SchedulerRun) -> dict[str, float]:
-    """The scheduler's own counters for the bench profile (summed over its samples)."""
+def _counters(page: str) -> dict[str, float]:
+    """The scheduler's own counters for the bench profile (summed over its samples) in a /metrics page."""
     profile = f'profile="{SCHEDULER_NAME}"'
+    lines = page.splitlines()
 
     def sample(name: str, result: str) -> float:
         total = 0.0
-        for line in run.get("/metrics").text.splitlines():
+        for line in lines:
             if (
                 line.startswith(name)
                 and line[len(name) : len(name) + 1] in (" ", "{")
@@ -95,10 +96,17 @@ def _metrics(run: SchedulerRun) -> dict[str, float]:
     }
 
 
-def _keep_metrics(run: SchedulerRun, path: Path) -> None:
-    """Save the scheduler's whole /metrics page, so that a run's phases (queue, cycle, binding)
+def _metrics(run: SchedulerRun) -> dict[str, float]:
+    """The scheduler's own counters for the bench profile, read from one fetch of its page."""
+    return _counters(run.get("/metrics").text)
+
+
+def _keep_metrics(run: SchedulerRun, path: Path) -> dict[str, float]:
+    """``_metrics``, also saving the whole page, so that a run's phases (queue, cycle, binding)
     can be compared between the schedulers after the fact."""
-    path.write_text(run.get("/metrics").text)
+    page = run.get("/metrics").text
+    path.write_text(page)
+    return _counters(page)
 
 
 class ThroughputSection:

@@ -51,7 +51,7 @@ from bench.profiles import Profile, Recorder
 from bench.report import milliseconds, number, table
 from bench.sections import RunInfo
 from bench.stats import PodClock, RunMeasures, percentile, ratio
-from bench.throughput import LABELS, SCHEDULER_NAME, ThroughputSection, _keep_metrics, _metrics, bench_config
+from bench.throughput import LABELS, SCHEDULER_NAME, ThroughputSection, _keep_metrics, bench_config
 from bench.volumes import PVS, VolumesSection, claims_path, create_objects, delete_claims
 from bench.workload import (
     JSON,
@@ -508,9 +508,10 @@ class WorkloadsSection:
                     clock, watch, {m["metadata"]["name"] for m in warm}, progress.update
                 )
                 await asyncio.sleep(METRICS_SETTLE)
-                before_metrics = await asyncio.to_thread(_metrics, scheduler)
-                kept_metrics = str(directory / f"{prefix}-{klass}-{mode}.metrics-{{}}.txt")
-                await asyncio.to_thread(_keep_metrics, scheduler, Path(kept_metrics.format("before")))
+                page = f"{prefix}-{klass}-{mode}.metrics"
+                before_metrics = await asyncio.to_thread(
+                    _keep_metrics, scheduler, directory / f"{page}-before.txt"
+                )
                 before_cpu = ThroughputSection._cpu(context, scheduler)
                 created = [0]
 
@@ -546,8 +547,9 @@ class WorkloadsSection:
                 after_cpu = ThroughputSection._cpu(context, scheduler)
                 profile = await asyncio.to_thread(recorder.stop) if recorder is not None else None
                 await asyncio.sleep(METRICS_SETTLE)
-                after_metrics = await asyncio.to_thread(_metrics, scheduler)
-                await asyncio.to_thread(_keep_metrics, scheduler, Path(kept_metrics.format("after")))
+                after_metrics = await asyncio.to_thread(
+                    _keep_metrics, scheduler, directory / f"{page}-after.txt"
+                )
                 listed = (await api.list_all(pods_path(namespace)))["items"]
                 if klass == "pvc":
                     listed_claims = (await api.list_all(claims_path(namespace)))["items"]
