@@ -216,6 +216,10 @@ async def create_on_schedule(
     return lag
 
 
+RESTORE_SETTLE_SECONDS = 3.0
+"""How long the restored pre-existing pods must all stay there before a run may start."""
+
+
 async def delete_pods(
     api: ApiClient, namespace: str, selector: str, concurrency: int, timeout: float = 600.0
 ) -> None:
@@ -235,19 +239,36 @@ async def delete_pods(
 
 
 async def restore_existing(
-    api: ApiClient, namespace: str, existing: Sequence[JSON], concurrency: int, timeout: float = 600.0
+    api: ApiClient,
+    namespace: str,
+    existing: Sequence[JSON],
+    concurrency: int,
+    timeout: float = 600.0,
+    settle: float = RESTORE_SETTLE_SECONDS,
 ) -> int:
-    """Create again the pre-existing pods that are gone (where they were); returns how many."""
+    """Create again the pre-existing pods that are gone (where they were); returns how many.
+
+    Done once every one has been there, none terminating, for ``settle`` seconds: KWOK deletes
+    a terminating pod by name and retries, so a late retry can remove the pod just created in
+    its place (four victims so vanished before a preemption run on 2026-11-26, which then
+    started with four free nodes).
+    """
     path = pods_path(namespace)
     deadline = time.monotonic() + timeout
     restored = 0
+    whole_since: float | None = None
     while True:
         listed = (await api.list_all(path, {"labelSelector": f"{ROLE_LABEL}={EXISTING}"}))["items"]
         present = {item["metadata"]["name"] for item in listed}
         terminating = [item for item in listed if item["metadata"].get("deletionTimestamp")]
         missing = [pod for pod in existing if pod["metadata"]["name"] not in present]
         if not missing and not terminating:
-            return restored
+            whole_since = whole_since if whole_since is not None else time.monotonic()
+            if time.monotonic() - whole_since >= settle:
+                return restored
+            await asyncio.sleep(0.5)
+            continue
+        whole_since = None
         if time.monotonic() > deadline:
             raise TimeoutError(
                 f"{len(missing)} pre-existing pods of {namespace} not restored after {timeout:.0f}s "
