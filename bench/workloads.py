@@ -248,27 +248,27 @@ async def restore_existing(
 ) -> int:
     """Create again the pre-existing pods that are gone (where they were); returns how many.
 
-    Done once every one has been there, none terminating, for ``settle`` seconds: KWOK deletes
-    a terminating pod by name and retries, so a late retry can remove the pod just created in
-    its place (four victims so vanished before a preemption run on 2026-11-26, which then
-    started with four free nodes).
+    Done once every one is there, none terminating, both now and ``settle`` seconds later: KWOK
+    deletes a terminating pod by name and retries, so a late retry can remove the pod just
+    created in its place (four victims so vanished before a preemption run on 2026-11-26, which
+    then started with four free nodes).
     """
     path = pods_path(namespace)
     deadline = time.monotonic() + timeout
     restored = 0
-    whole_since: float | None = None
+    settling = False
     while True:
         listed = (await api.list_all(path, {"labelSelector": f"{ROLE_LABEL}={EXISTING}"}))["items"]
         present = {item["metadata"]["name"] for item in listed}
         terminating = [item for item in listed if item["metadata"].get("deletionTimestamp")]
         missing = [pod for pod in existing if pod["metadata"]["name"] not in present]
         if not missing and not terminating:
-            whole_since = whole_since if whole_since is not None else time.monotonic()
-            if time.monotonic() - whole_since >= settle:
+            if settling:
                 return restored
-            await asyncio.sleep(0.5)
+            settling = True
+            await asyncio.sleep(settle)
             continue
-        whole_since = None
+        settling = False
         if time.monotonic() > deadline:
             raise TimeoutError(
                 f"{len(missing)} pre-existing pods of {namespace} not restored after {timeout:.0f}s "
