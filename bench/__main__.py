@@ -33,6 +33,12 @@ together, so their renewals come as one burst (1,000 writes within about 45 seco
 nodes): with 1800 s leases one fell every 7.5 minutes, into whichever runs were going (2026-11-26,
 1,000 nodes: five open-loop runs had one, each the slower of its scheduler's two runs of the
 class). With a day's lease the first renewal comes after six hours."""
+CONTROL_PLANE_GOGC = 400
+"""GOGC for the cluster's Go processes (etcd, kube-apiserver, kube-controller-manager, KWOK,
+Prometheus), never a scheduler's. With Go's default of 100 the API server collected every 6-12 s at
+1,000 nodes, each mark 0.4-0.9 s of CPU on this two-core machine, and about half of both
+schedulers' slow open-loop pods were in flight during one (2026-11-26, gctrace check runs); at 400
+it collects about every 35 s. A real control plane has cores of its own for this."""
 SECTION_DEFAULT_SIZES = {
     "volumes": VOLUME_DEFAULT_SIZES,
     "gang": GANG_DEFAULT_SIZES,
@@ -230,6 +236,16 @@ def parser() -> argparse.ArgumentParser:
             "The default puts the first renewal six hours after the nodes were made, past any benchmark"
         ),
     )
+    p.add_argument(
+        "--control-plane-gogc",
+        type=int,
+        default=CONTROL_PLANE_GOGC,
+        help=(
+            "GOGC for etcd, kube-apiserver, kube-controller-manager, KWOK and Prometheus (never the "
+            "schedulers measured), so the API server's garbage collections do not set the latency "
+            "tails; 0: Go's default (100)"
+        ),
+    )
     return p
 
 
@@ -283,6 +299,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser().error(f"--pods has {len(pods)} values for {len(sizes)} sizes")
     if len(set(sizes)) != len(sizes):
         parser().error("--sizes has a size twice")
+    if args.control_plane_gogc < 0:
+        parser().error(
+            f"--control-plane-gogc must be 0 (Go's default) or more, not {args.control_plane_gogc}"
+        )
     pairs = sorted(zip(sizes, pods, strict=True))  # the cluster only grows
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     workdir = args.workdir or Path(os.environ.get("TMPDIR", "/tmp")) / "secsched-bench" / stamp
@@ -325,6 +345,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         load_timeout=args.load_timeout,
         cluster_name=args.cluster_name,
         node_lease_seconds=args.node_lease_seconds,
+        control_plane_gogc=args.control_plane_gogc or None,
         command=default_command(),
     )
     if output is None:

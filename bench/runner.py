@@ -23,7 +23,7 @@ NODE_SHAPE = NodeShape(cpu="16", memory="64Gi", pods=110)
 ZONES = 3
 
 
-def render_environment(run: RunInfo, node_lease_seconds: int) -> str:
+def render_environment(run: RunInfo, node_lease_seconds: int, control_plane_gogc: int | None) -> str:
     machine_info = run.machine
     waited = "" if run.load_waited else " (it had not dropped below the limit asked for)"
     version_rows = [[name, f"`{version}`"] for name, version in run.versions.items()]
@@ -56,13 +56,26 @@ def render_environment(run: RunInfo, node_lease_seconds: int) -> str:
             "does not also patch each node's status every minute or so (about 80 writes a second at 5,000 "
             "nodes, more than one of the two CPUs; a real kubelet reports every 5 minutes when nothing "
             "changes). Each size is measured once KWOK holds every node's lease and "
-            "kube-controller-manager has lifted the not-ready taint admission gives new nodes. Prometheus "
+            "kube-controller-manager has lifted the not-ready taint admission gives new nodes. "
+            f"{_gogc_sentence(control_plane_gogc)} Prometheus "
             "and the node-load exporter run only during the workloads section's `load-aware` and "
             "`load-variation` classes, so that no other measurement pays for scraping thousands of "
             "nodes; the cluster runs no NUMA "
             "topology exporter (no section reads NodeResourceTopologies).",
             "",
         ]
+    )
+
+
+def _gogc_sentence(control_plane_gogc: int | None) -> str:
+    if control_plane_gogc is None:
+        return "The cluster's Go processes are given no GOGC (Go's default is 100)."
+    return (
+        "etcd, kube-apiserver, kube-controller-manager, KWOK and Prometheus run with "
+        f"GOGC={control_plane_gogc} (Go's default is 100; at 100 the API server collects every few "
+        "seconds, each collection about a second of CPU on these two cores, and both schedulers' "
+        "slowest pods are the ones in flight then). The schedulers measured do not: upstream's "
+        "kube-scheduler runs with Go's default, as it ships."
     )
 
 
@@ -93,6 +106,7 @@ def run(
     load_timeout: float,
     cluster_name: str,
     node_lease_seconds: int,
+    control_plane_gogc: int | None,
     command: str,
 ) -> str:
     """Measure, then write the sections into ``output`` (None: only return the Markdown)."""
@@ -119,10 +133,11 @@ def run(
         prometheus=False,  # started for the workloads section's load classes alone
         topology_exporter=False,  # no section reads NodeResourceTopologies
         node_lease_seconds=node_lease_seconds,
+        control_plane_gogc=control_plane_gogc,
     )
     with LocalCluster(cluster_options) as cluster:
         asyncio.run(_measure(cluster, options, sections))
-    updates = {ENVIRONMENT: render_environment(info, node_lease_seconds)}
+    updates = {ENVIRONMENT: render_environment(info, node_lease_seconds, control_plane_gogc)}
     updates.update({section.name: section.render(info) for section in sections})
     order = [ENVIRONMENT, *SECTIONS]
     if output is None:

@@ -265,7 +265,9 @@ def test_the_bench_cluster_runs_neither_prometheus_nor_the_topology_exporter(
         load_timeout=0,
         cluster_name="bench-test",
         node_lease_seconds=1800,
+        control_plane_gogc=400,
         command="python -m bench",
     )
     [used] = seen
     assert used.name == "bench-test" and not used.prometheus and not used.topology_exporter
+    assert used.control_plane_gogc == 400

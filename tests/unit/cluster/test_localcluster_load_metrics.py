@@ -1,6 +1,7 @@
 """The local cluster's load metrics on a running cluster, without a cluster: a stand-in process
 plays Prometheus, to check that a second start is refused, that stopping ends exactly the
-recorded processes and drops Prometheus' data, and that the options survive `attach`."""
+recorded processes and drops Prometheus' data, and that the options survive `attach`; stand-ins
+for the control plane show which processes `control_plane_gogc` reaches."""
 
 from __future__ import annotations
 
@@ -66,3 +67,37 @@ def test_attach_keeps_the_topology_exporter_option(tmp_path: Path) -> None:
     del older["options"]["topology_exporter"]  # a state file written before the option existed
     local.state_file.write_text(json.dumps(older))
     assert LocalCluster.attach(local.options.name, tmp_path).options.topology_exporter is True
+
+
+def _environ(record: processes.ProcessRecord) -> dict[str, str]:
+    raw = Path(f"/proc/{record.pid}/environ").read_bytes()
+    return dict(item.split("=", 1) for item in raw.decode().split("\0") if "=" in item)
+
+
+def test_control_plane_gogc_reaches_the_control_plane_only_and_survives_a_restart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("GOGC", raising=False)
+    options = ClusterOptions(name="unit-gogc", state_root=tmp_path, control_plane_gogc=400)
+    local = LocalCluster(options)
+    local.directory.mkdir(parents=True)
+    sleeper = [sys.executable, "-c", "import time; time.sleep(60)"]
+    try:
+        for name in ("kube-apiserver", "etcd", "kube-scheduler", LOAD_EXPORTER):
+            local._launch(name, sleeper)
+        assert _environ(local.records["kube-apiserver"])["GOGC"] == "400"
+        assert _environ(local.records["etcd"])["GOGC"] == "400"
+        assert "GOGC" not in _environ(local.records["kube-scheduler"])  # runs as it ships
+        assert "GOGC" not in _environ(local.records[LOAD_EXPORTER])
+        local.restart("etcd")  # (the API server's restart would wait for its /readyz)
+        assert _environ(local.records["etcd"])["GOGC"] == "400"
+        assert LocalCluster.attach("unit-gogc", tmp_path).options.control_plane_gogc == 400
+    finally:
+        local.down(quiet=True)
+    local = LocalCluster(ClusterOptions(name="unit-gogc-default", state_root=tmp_path))
+    local.directory.mkdir(parents=True)
+    try:
+        local._launch("kube-apiserver", sleeper)
+        assert "GOGC" not in _environ(local.records["kube-apiserver"])
+    finally:
+        local.down(quiet=True)
