@@ -73,7 +73,7 @@ def _gogc_sentence(control_plane_gogc: int | None) -> str:
     return (
         "etcd, kube-apiserver, kube-controller-manager, KWOK and Prometheus run with "
         f"GOGC={control_plane_gogc} (Go's default is 100; at 100 the API server collects every few "
-        "seconds, each collection about a second of CPU on these two cores, and both schedulers' "
+        "seconds, each collection 0.4-0.9 s of CPU on these two cores, and both schedulers' "
         "slowest pods are the ones in flight then). The schedulers measured do not: upstream's "
         "kube-scheduler runs with Go's default, as it ships."
     )

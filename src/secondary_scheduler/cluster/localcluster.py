@@ -88,9 +88,8 @@ class ClusterOptions:
     node and pod on each change, so a cluster of thousands of nodes that needs none runs without."""
     control_plane_gogc: int | None = None
     """GOGC for the control plane's Go processes (`GO_CONTROL_PLANE`), None for Go's default (100).
-    At thousands of nodes the API server collects every 6-12 s and each mark takes about a second
-    of CPU, which stalls whatever scheduler is being measured; the benchmark raises it. Never
-    applied to a kube-scheduler, which must run as it ships."""
+    The benchmark raises it (bench's CONTROL_PLANE_GOGC says why). Never applied to a
+    kube-scheduler, which must run as it ships."""
 
 
 GO_CONTROL_PLANE = frozenset({"etcd", "kube-apiserver", "kube-controller-manager", "kwok", PROMETHEUS})
