@@ -50,6 +50,8 @@ def filter_state(
     table: NodeTable, pod: PodInfo, constraints: Sequence[SpreadConstraint], matching: MatchingPods
 ) -> FilterState:
     """The domains' counts for the pod's DoNotSchedule ``constraints`` (its own, or the defaults)."""
+    if not constraints:  # most pods: PreFilter skips, and no node needs looking at
+        return FilterState(())
     slots = table.active_slots()
     eligible_everywhere = have_all_keys(table, slots, constraints)
     domains = []
