@@ -185,6 +185,19 @@ class World:
 
         return await wait_for(message, f"{self.who} to report {name} {reason}", timeout, 0.1)
 
+    async def seen(self) -> None:
+        """Wait until the world's scheduler has seen every pod created so far, before a case
+        creates the pod whose placement depends on them (on a fast machine a pod created at once
+        after a bound one was scheduled before the watch delivered the bound one).
+
+        The proof: it reports a pod created after them that fits nowhere; one pods watch
+        delivers the changes in the order they were made.
+        """
+        name = f"seen-{uuid.uuid4().hex[:6]}"
+        await self.pod(name, nodeSelector={"fidelity.secsched.io/nowhere": "true"})
+        await self.condition(name)
+        await self.gone(name)
+
     async def gone(self, name: str) -> None:
         with contextlib.suppress(ApiError):
             await self.api.delete(self.pods(name), {"gracePeriodSeconds": 0})
@@ -305,6 +318,7 @@ async def test_row1_system_default_spreading_of_deployment_replicas(
 
         async def case(world: World) -> JSON:
             await world.pod("filler", node="n2", cpu="8")
+            await world.seen()
             template = world.template(cpu="500m", labels={"app": "web"})
             deployment = {
                 "apiVersion": "apps/v1",
@@ -333,6 +347,7 @@ async def test_row1_listed_default_constraints_do_not_schedule(
 
         async def case(world: World) -> JSON:
             await world.pod("filler", node="n1", cpu="3")
+            await world.seen()
             service = {
                 "apiVersion": "v1",
                 "kind": "Service",
@@ -389,6 +404,7 @@ async def test_row2_namespace_selector_matches_namespace_labels(
             # The db the client wants is in the team namespace (on n1); a decoy in its own (on n0).
             await world.pod("db", namespace=team, node="n1", cpu="1", labels={"app": "db"})
             await world.pod("decoy", node="n0", labels={"app": "db"})
+            await world.seen()
             term = {
                 "labelSelector": {"matchLabels": {"app": "db"}},
                 "namespaceSelector": {"matchLabels": team_label},
@@ -407,6 +423,7 @@ async def test_row2_namespace_selector_matches_namespace_labels(
                 "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [guard_term]}
             }
             await world.pod("guard", namespace=team, node="n0", affinity=guard_affinity)
+            await world.seen()
             await world.pod("web", labels={"app": "web"})
             web = await world.node_of("web")
             pinned = {HOSTNAME: world.nodes[0]}
@@ -466,6 +483,7 @@ async def test_row3_spreading_waits_for_a_pod_in_the_other_domain(
 
         async def case(world: World) -> JSON:
             await world.pod("s0", node="n0", labels={"app": "s"})
+            await world.seen()
             constraint = spread(HOSTNAME, "s")
             await world.pod("waiter", labels={"app": "s"}, topologySpreadConstraints=[constraint])
 
@@ -540,6 +558,7 @@ async def test_row4_in_place_resize_counts_max_of_spec_status_and_allocated(
 
         async def case(world: World) -> JSON:
             await world.pod("resized", node="n0", cpu="1")
+            await world.seen()
             await kubelet(world, "1", None)
             steps: JSON = {"before": await probe(world, "p0")}
             await resize(world, "3")  # spec 3, actuated 1: deferred -> 3
@@ -573,6 +592,7 @@ async def test_row4_a_terminating_pod_no_longer_counts_for_spreading(
 
         async def case(world: World) -> JSON:
             await world.pod("s0", node="n2", labels={"app": "s"})
+            await world.seen()
             await world.pod("waiter", labels={"app": "s"}, topologySpreadConstraints=[spread(ZONE, "s")])
 
             message = await world.condition("waiter")
