@@ -17,6 +17,7 @@ from __future__ import annotations
 import itertools
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, KeysView, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
 import numpy as np
@@ -103,6 +104,29 @@ class _ZoneTree:
 
 def _with_rows(array: npt.NDArray[_Scalar], extra: int) -> npt.NDArray[_Scalar]:
     return np.concatenate([array, np.zeros((extra, *array.shape[1:]), dtype=array.dtype)])
+
+
+@dataclass(frozen=True, slots=True)
+class TotalsChange:
+    """Pods counted on or off the node totals by ``NodeTable.count_in_totals``, to be undone."""
+
+    counted: Sequence[tuple[int, PodInfo]]
+    sign: int
+    rows: IntArray | None
+    """Each pod's row as counted (None: no pod); ``uncount`` subtracts them again."""
+    ported: Sequence[tuple[int, PodInfo]]
+    """The pods among ``counted`` with host ports."""
+
+
+@dataclass(frozen=True, slots=True)
+class SavedTotals:
+    """Nodes' totals before ``NodeTable.empty_totals`` zeroed them, to be put back."""
+
+    slots: Slots
+    requested: IntArray
+    non_zero_requested: IntArray
+    pod_count: IntArray
+    used_ports: Sequence[Counter[HostPort]]
 
 
 class NodeTable:
@@ -279,18 +303,61 @@ class NodeTable:
             self._remove(key, counted)
         self._count_many(counted, -1)
 
-    def count_in_totals(self, counted: Sequence[tuple[int, PodInfo]], sign: int) -> None:
+    def count_in_totals(self, counted: Sequence[tuple[int, PodInfo]], sign: int) -> TotalsChange:
         """Count pods on (``sign`` 1) or off (-1) nodes in the node totals alone: ``requested``,
         ``non_zero_requested``, ``pod_count``, ``used_ports``; each node's pod list, the pod
         lookups and the indexes stay as they are.
 
         For a what-if whose filters read nothing but the totals (``framework.podmoves``); the
-        caller undoes it before anything else reads the table.
+        caller undoes it (``uncount``) before anything else reads the table.
         """
-        self._count_many(counted, sign)
-        for slot, pod in counted:
-            if pod.host_ports:
-                self._count_ports(slot, pod, sign)
+        rows = self._count_many(counted, sign)
+        ported = [(slot, pod) for slot, pod in counted if pod.host_ports]
+        for slot, pod in ported:
+            self._count_ports(slot, pod, sign)
+        return TotalsChange(counted, sign, rows, ported)
+
+    def empty_totals(self, slots: Sequence[int]) -> SavedTotals:
+        """Count every pod off the nodes in ``slots`` in the totals alone: ``count_in_totals`` of
+        all their pods, -1, whose totals are then zero; done by saving and zeroing the rows.
+
+        For preemption's dry run, where most nodes' pods are all possible victims.
+        """
+        index = np.array(slots, dtype=np.intp)
+        saved = SavedTotals(
+            index,
+            self.requested[index],
+            self.non_zero_requested[index],
+            self.pod_count[index],
+            [self.used_ports[slot] for slot in slots],
+        )
+        self.requested[index] = 0
+        self.non_zero_requested[index] = 0
+        self.pod_count[index] = 0
+        for slot in slots:
+            if self.used_ports[slot]:
+                self.used_ports[slot] = Counter()
+        return saved
+
+    def restore_totals(self, saved: SavedTotals) -> None:
+        """Undo ``empty_totals`` (after undoing what was counted since, last first)."""
+        index = saved.slots
+        width = saved.requested.shape[1]
+        self.requested[index, :width] = saved.requested
+        self.requested[index, width:] = 0  # a column added since: these nodes' pods did not use it
+        self.non_zero_requested[index] = saved.non_zero_requested
+        self.pod_count[index] = saved.pod_count
+        for slot, ports in zip(index.tolist(), saved.used_ports, strict=True):
+            self.used_ports[slot] = ports
+
+    def uncount(self, change: TotalsChange) -> None:
+        """Undo a ``count_in_totals``, reusing the rows it added (no per-pod lookups)."""
+        if change.rows is None or change.rows.shape[1] != self.requested.shape[1] + 2:
+            self._count_many(change.counted, -change.sign)  # nothing counted, or a column added since
+        else:
+            self._add_rows(change.counted, change.rows, -change.sign)
+        for slot, pod in change.ported:
+            self._count_ports(slot, pod, -change.sign)
 
     def _add(self, pod: PodInfo, node_name: str, counted: list[tuple[int, PodInfo]] | None) -> None:
         if pod.key in self._pod_nodes:
@@ -495,27 +562,36 @@ class NodeTable:
             else:
                 index.pod_removed(slot, pod, labels)
 
-    def _count_many(self, counted: Sequence[tuple[int, PodInfo]], sign: int) -> None:
-        """``_count`` for many (slot, pod) pairs at once; a slot may appear more than once."""
+    def _count_many(self, counted: Sequence[tuple[int, PodInfo]], sign: int) -> IntArray | None:
+        """``_count`` for many (slot, pod) pairs at once; a slot may appear more than once.
+
+        Returns each pod's row as counted (unsigned: requests, then non-zero cpu and memory),
+        None if there was no pod.
+        """
         if not counted:
-            return
+            return None
         width = self.requested.shape[1]
         listed = self._counted_rows(counted)  # first: it may widen the arrays
         if self.requested.shape[1] != width:  # a pod's new resource widened them: rows of the new width
             width = self.requested.shape[1]
             listed = self._counted_rows(counted)
         rows = np.concatenate(listed).reshape(len(listed), width + 2)  # 3x np.stack's speed
-        if sign < 0:
-            rows = -rows
+        self._add_rows(counted, rows, sign)
+        return rows
+
+    def _add_rows(self, counted: Sequence[tuple[int, PodInfo]], rows: IntArray, sign: int) -> None:
+        """Add (``sign`` 1) or subtract (-1) each pod's row to its node's totals."""
+        width = self.requested.shape[1]
         slot_list = [slot for slot, _pod in counted]
         slots = np.array(slot_list, dtype=np.intp)
+        signed = rows if sign > 0 else -rows
         if len(set(slot_list)) == len(slot_list):  # one pod per node (the usual case): plain indexing
-            self.requested[slots] += rows[:, :width]
-            self.non_zero_requested[slots] += rows[:, width:]
+            self.requested[slots] += signed[:, :width]
+            self.non_zero_requested[slots] += signed[:, width:]
             self.pod_count[slots] += sign
         else:  # ufunc.at adds every occurrence of a repeated slot
-            np.add.at(self.requested, slots, rows[:, :width])
-            np.add.at(self.non_zero_requested, slots, rows[:, width:])
+            np.add.at(self.requested, slots, signed[:, :width])
+            np.add.at(self.non_zero_requested, slots, signed[:, width:])
             np.add.at(self.pod_count, slots, sign)
 
     def _counted_rows(self, counted: Sequence[tuple[int, PodInfo]]) -> list[IntArray]:

@@ -71,7 +71,7 @@ _PRIORITY_OFFSET = 2**31
 """Added to each priority before summing, so negative priorities do not favour more victims."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Candidate:
     """A node where the pod fits once ``victims`` are gone."""
 
@@ -81,11 +81,11 @@ class Candidate:
     pdb_violations: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Victims:
     """What preemption would evict on one node so that the pod fits there."""
 
-    pods: list[PodInfo]
+    pods: Sequence[PodInfo]
     """Most important first; empty when ``status`` says why the node cannot be a candidate."""
     pdb_violations: int
     status: Status
@@ -186,6 +186,16 @@ def pick_one_node(candidates: Sequence[Candidate], now: float) -> Candidate:
 
     def preference(candidate: Candidate) -> tuple[int, int, int, int, float]:
         victims = candidate.victims
+        if len(victims) == 1:  # the usual case, without the generators
+            only = victims[0]
+            priority = only.priority
+            return (
+                -candidate.pdb_violations,
+                -priority,
+                -priority - _PRIORITY_OFFSET,
+                -1,
+                start_time(only, now),
+            )
         total = sum(victim.priority + _PRIORITY_OFFSET for victim in victims)
         earliest = earliest_start_of_highest(victims, now)
         return (-candidate.pdb_violations, -victims[0].priority, -total, -len(victims), earliest)
@@ -373,16 +383,17 @@ class Evaluator:
             chunk = ordered[done : done + self._chunk_size(done, len(non_violating) + len(violating), wanted)]
             done += len(chunk)
             results = self.interface.select_victims_on_nodes(state, pod, table, chunk, budgets)
+            names = table.names
             for slot, result in zip(chunk, results, strict=True):
-                node = table.names[slot]
                 status = result.status
-                if status.is_success and result.pods:
+                if result.pods and status.code == Code.SUCCESS:
                     group = non_violating if result.pdb_violations == 0 else violating
                     if len(group) < wanted:
-                        group.append(Candidate(node, tuple(result.pods), result.pdb_violations))
-                    if non_violating and len(non_violating) + len(violating) >= wanted:
-                        return non_violating + violating, statuses, errors
+                        group.append(Candidate(names[slot], tuple(result.pods), result.pdb_violations))
+                        if non_violating and len(non_violating) + len(violating) >= wanted:
+                            return non_violating + violating, statuses, errors
                     continue
+                node = names[slot]
                 if status.is_success:
                     status = Status.error(f'expected at least one victim pod on node "{node}"')
                 if status.code == Code.ERROR:

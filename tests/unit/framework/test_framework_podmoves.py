@@ -17,11 +17,13 @@ from secondary_scheduler.framework.podmoves import Placement, PodMoves
 TOTALS = ("requested", "non_zero_requested", "pod_count")
 
 
-def _pod(rng: random.Random, name: str, node: str | None = None) -> PodInfo:
+def _pod(
+    rng: random.Random, name: str, node: str | None = None, extended: str = "example.com/gpu"
+) -> PodInfo:
     ports = [{"containerPort": 80, "hostPort": rng.choice((8080, 8081))}] if rng.random() < 0.3 else []
     requests = {"cpu": f"{rng.randint(0, 4) * 250}m", "memory": f"{rng.randint(0, 3)}Gi"}
     if rng.random() < 0.1:
-        requests["example.com/gpu"] = "1"  # a resource the table may not have a column for yet
+        requests[extended] = "1"  # a resource the table may not have a column for yet
     return PodInfo.from_pod(
         make_pod(name, node_name=node, containers=[container(requests=requests, ports=ports)])
     )
@@ -54,13 +56,15 @@ def test_a_nodes_pod_order_comes_back_after_whole_table_moves() -> None:
 
 
 def test_totals_only_moves_count_as_whole_table_moves_and_both_are_undone() -> None:
-    """Random moves (victims off and back, extra pods on and off, host ports, a new resource):
-    during the moves both ways give the same totals; afterwards the table is as it was."""
+    """Random moves (victims off and back, extra pods on and off, every pod off a node, host
+    ports, a new resource): during the moves both ways give the same totals; afterwards the
+    table is as it was."""
     for seed in range(30):
         rng = random.Random(seed)
         nodes = [make_node(f"n{index}", cpu="16", memory="64Gi") for index in range(6)]
         placed = [_pod(rng, f"p{index}", f"n{rng.randrange(6)}") for index in range(25)]
-        extra = [_pod(rng, f"x{index}") for index in range(8)]
+        # Extra pods may bring a resource no placed pod has: the columns widen amid the moves.
+        extra = [_pod(rng, f"x{index}", extended="example.com/fpga") for index in range(8)]
         tables = [NodeTable.from_objects(nodes) for _ in range(2)]
         for table in tables:
             for pod in placed:
@@ -75,17 +79,28 @@ def test_totals_only_moves_count_as_whole_table_moves_and_both_are_undone() -> N
             off: list[Placement] = []
             on: list[Placement] = []
             for _step in range(12):
-                kind = rng.randrange(4)
+                kind = rng.randrange(5)
+                if kind == 4:  # every pod off one node (as preemption's dry run takes a node's victims)
+                    slot = rng.randrange(6)
+                    emptied = [(slot, pod) for pod in whole.pods[slot].values()]
+                    off += emptied
+                    on = [move for move in on if move not in emptied]
+                    for moves in (whole_moves, totals_moves):
+                        moves.remove_all([slot])
+                    _same_totals(whole, totals)
+                    continue
                 if kind == 0:  # placed pods off
                     chosen = [(on_node[pod.key], pod) for pod in rng.sample(placed, 4)]
                     chosen = [move for move in chosen if move not in off]
                     off += chosen
                 elif kind == 1 and off:  # one back
                     chosen = [off.pop(rng.randrange(len(off)))]
+                    if chosen[0][1] in extra:  # an extra pod a node was emptied of: on again
+                        on += chosen
                 elif kind == 2:  # pods from nowhere on
-                    chosen = [(rng.randrange(6), pod) for pod in extra if all(pod is not p for _s, p in on)][
-                        :2
-                    ]
+                    chosen = [
+                        (rng.randrange(6), pod) for pod in extra if all(pod is not p for _s, p in on + off)
+                    ][:2]
                     on += chosen
                 elif kind == 3 and on:  # one of those off again
                     chosen = [on.pop(rng.randrange(len(on)))]
