@@ -169,8 +169,6 @@ def importance(pod: PodInfo, now: float) -> tuple[int, float]:
 
 def earliest_start_of_highest(victims: Sequence[PodInfo], now: float) -> float:
     """The earliest start among the victims of the highest priority (GetEarliestPodStartTime)."""
-    if len(victims) == 1:  # the usual case, without the generators
-        return start_time(victims[0], now)
     highest = max(victim.priority for victim in victims)
     return min(start_time(victim, now) for victim in victims if victim.priority == highest)
 

@@ -250,18 +250,15 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin):
         table = moves.table
         results: dict[int, Victims] = {}
         node_pods = table.pods
-        whole = [
-            slot for slot, potential in potential_by_slot.items() if len(potential) == len(node_pods[slot])
-        ]
-        moves.remove_all(whole)  # the usual case: every pod on the node is a possible victim
-        if len(whole) < len(potential_by_slot):
-            emptied = set(whole)
-            moves.remove(
-                (slot, other)
-                for slot, potential in potential_by_slot.items()
-                if slot not in emptied
-                for other in potential
-            )
+        whole: list[int] = []  # the usual case: every pod on the node is a possible victim
+        some: list[tuple[int, PodInfo]] = []
+        for slot, potential in potential_by_slot.items():
+            if len(potential) == len(node_pods[slot]):
+                whole.append(slot)
+            else:
+                some += ((slot, other) for other in potential)
+        moves.remove_all(whole)
+        moves.remove(some)
         rejected = framework.run_filters_on_nodes(pod, table, list(potential_by_slot), base, reads)
         for slot, status in rejected.items():
             results[slot] = Victims([], 0, status)
