@@ -564,15 +564,11 @@ class Framework:
         if not by_node:
             return {}
         places: Iterable[tuple[int | None, Mapping[str, PodInfo] | None]]
-        if slots is None:
+        if slots is None or len(by_node) < len(slots):
             places = ((table.slot_of(node), pods) for node, pods in by_node.items())
-        elif len(by_node) < len(slots):  # the usual case: a few nominations, a dry run's hundreds of nodes
-            asked = set(slots)
-            places = (
-                (slot, pods)
-                for slot, pods in ((table.slot_of(node), pods) for node, pods in by_node.items())
-                if slot in asked
-            )
+            if slots is not None:  # the usual case: a few nominations, a dry run's hundreds of nodes
+                asked = set(slots)
+                places = ((slot, pods) for slot, pods in places if slot in asked)
         else:
             places = ((slot, by_node.get(table.names[slot])) for slot in slots)
         priority, uid, key, placed = pod.priority, pod.uid, pod.key, table.pod_keys
