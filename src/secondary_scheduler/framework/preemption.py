@@ -19,7 +19,7 @@ priority would make it fit, following pkg/scheduler/framework/preemption/preempt
    rejected instead), with a ``Preempted`` Event. The pod is nominated to the node at once,
    so the next cycles keep the room for it while the victims terminate, and is kept out of
    the queue (the preemption plugin's PreEnqueue, ``is_preempting``) until every eviction
-   has been answered.
+   has been answered or the watch shows every victim gone.
 
 The dry run changes the live NodeTable (victims removed and put back) and restores it
 before returning: a scheduling cycle is synchronous, so nothing else sees it meanwhile.
@@ -304,6 +304,18 @@ class PreemptionMetrics:
         return metrics
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class Evicting:
+    """A pod's victims being evicted, and the table that shows when they are gone."""
+
+    table: NodeTable
+    victims: Sequence[PodInfo]
+
+    def all_gone(self) -> bool:
+        node_of = self.table.node_of_pod
+        return bool(self.victims) and all(node_of(victim.key) is None for victim in self.victims)
+
+
 class Evaluator:
     """Runs preemption for one plugin (kube-scheduler's preemption.Evaluator)."""
 
@@ -313,9 +325,9 @@ class Evaluator:
         self.interface = interface
         self.budgets = handle.informer(POD_DISRUPTION_BUDGETS)
         self.metrics = PreemptionMetrics.of(handle)
-        self.preempting: set[str] = set()
-        """UIDs of pods whose victims are still being evicted in the background (PreEnqueue keeps
-        them out of the queue meanwhile: ``is_preempting``)."""
+        self.preempting: dict[str, Evicting] = {}
+        """UID of a pod whose victims are being evicted in the background -> which (PreEnqueue
+        keeps the pod out of the queue meanwhile: ``is_preempting``)."""
         self._evictions_sent: dict[str, float] = {}
         """Victim UID -> when this scheduler started evicting it (monotonic seconds)."""
 
@@ -419,8 +431,19 @@ class Evaluator:
 
     # -- acting on it (the API work runs in the background) -------------------------------------
     def is_preempting(self, uid: str) -> bool:
-        """Whether the pod's victims are still being evicted (IsPodRunningPreemption)."""
-        return uid in self.preempting
+        """Whether the pod's victims are still being evicted (IsPodRunningPreemption).
+
+        Not once the table shows every victim gone, even if an eviction is not answered yet:
+        the last victim's deletion event then lets the pod straight back in, as it does in
+        kube-scheduler (which stops keeping the pod out just before its last eviction call).
+        """
+        evicting = self.preempting.get(uid)
+        if evicting is None:
+            return False
+        if evicting.all_gone():
+            del self.preempting[uid]
+            return False
+        return True
 
     def prepare_candidate(self, candidate: Candidate, pod: PodInfo, table: NodeTable) -> None:
         """Evict the victims and take lower-priority nominations off the node (prepareCandidateAsync).
@@ -436,15 +459,15 @@ class Evaluator:
             self.handle.nominator.remove(other.uid)
         if self.handle.client is None:
             return
-        self.preempting.add(pod.uid)
+        evicting = self.preempting[pod.uid] = Evicting(table, candidate.victims)
         try:
-            self.handle.spawn(self._prepare(candidate, pod, lower, table), name=f"preempt-{pod.key}")
+            self.handle.spawn(self._prepare(candidate, pod, lower, evicting), name=f"preempt-{pod.key}")
         except RuntimeError:  # no event loop: nobody would run the work
-            self.preempting.discard(pod.uid)
+            del self.preempting[pod.uid]
             raise
 
     async def _prepare(
-        self, candidate: Candidate, pod: PodInfo, lower: Sequence[PodInfo], table: NodeTable
+        self, candidate: Candidate, pod: PodInfo, lower: Sequence[PodInfo], evicting: Evicting
     ) -> None:
         """Evict the victims (all at once), then let the pod back into the queue.
 
@@ -452,9 +475,10 @@ class Evaluator:
         victim's deletion event cannot reach the queue while the pod is still kept out (its
         goroutines race); in between, a pod requeued by another event is tried before its
         victim shows as terminating and may evict a second pod. This loop has no such race:
-        the pod stays out until every eviction has been answered, and if the watch has
-        already taken its victims away by then, it goes back at once; otherwise their
-        deletion requeues it, as upstream.
+        the pod stays out until every eviction has been answered or the table shows every
+        victim gone (``is_preempting``), so the last deletion event lets it back in, as
+        upstream's does. If the answers come last, the pod goes back when they do, should
+        its victims be gone by then and no event have let it in.
         """
         victims = candidate.victims
         try:
@@ -464,23 +488,41 @@ class Evaluator:
                     await self.set_nominated_node(other, "")
                 except Exception as error:
                     log.warning("clearing the nomination of %s failed: %s", other.key, error)
-            results = await asyncio.gather(
-                *(self.preempt_pod(candidate, pod, victim) for victim in victims), return_exceptions=True
-            )
+            results = await self._evict_all(candidate, pod, victims)
         finally:
-            self.preempting.discard(pod.uid)
-        failed = [
-            (victim, result)
-            for victim, result in zip(victims, results, strict=True)
-            if isinstance(result, BaseException)
-        ]
+            # Let go already (its victims gone), and maybe preempting again by now: not ours to end.
+            released = self.preempting.get(pod.uid) is not evicting
+            if not released:
+                del self.preempting[pod.uid]
+        failed = [(victim, result) for victim, result in zip(victims, results, strict=True) if result]
         for victim, problem in failed:
             log.warning("preempting %s for %s failed: %s", victim.key, pod.key, problem)
-        if failed or (victims and all(table.node_of_pod(victim.key) is None for victim in victims)):
+        if failed or (not released and evicting.all_gone()):
             # Its room is free already, or an eviction failed (upstream activates it then too).
             self.handle.activate([pod])
         if not failed:
             log.info("preempted %d pods on %s for %s", len(victims), candidate.node, pod.key)
+
+    async def _evict_all(
+        self, candidate: Candidate, preemptor: PodInfo, victims: Sequence[PodInfo]
+    ) -> list[BaseException | None]:
+        """Evict the victims at once; what each eviction raised, in their order.
+
+        The last one is evicted in this task rather than in one of its own: a new task would
+        start behind whatever the failed cycle woke (its Event, its status patch), and so
+        would its request, which is the one on the pod's way to its node.
+        """
+        if not victims:
+            return []
+        evict = functools.partial(self.preempt_pod, candidate, preemptor)
+        others = [asyncio.ensure_future(evict(victim)) for victim in victims[:-1]]
+        last: BaseException | None = None
+        try:
+            await evict(victims[-1])
+        except Exception as error:
+            last = error
+        results = await asyncio.gather(*others, return_exceptions=True)
+        return [result if isinstance(result, BaseException) else None for result in results] + [last]
 
     def being_evicted(self, uid: str) -> bool:
         """Whether this scheduler started evicting the pod lately: it counts as terminating by

@@ -3,7 +3,8 @@
 The scheduler records from its hot path: ``record`` only queues the event; a background
 task sends it through its own client, from a bounded buffer, so a burst of events never
 slows binding and, if the API server cannot keep up, the oldest news is dropped with a log
-line rather than memory growing.
+line rather than memory growing. An event waits while the scheduler has a pod on its way to a
+node (``yield_to``), at most a fifth of a second.
 
 Sending follows client-go's events.k8s.io/v1 broadcaster (``tools/events``), which
 kube-scheduler uses:
@@ -57,6 +58,10 @@ FINISH_SERIES = 6 * 60.0
 """client-go's finishTime: how often series are closed, and how long an event stays cached."""
 REFRESH_SERIES = 30 * 60.0
 """client-go's refreshTime: how often a live series' count is written."""
+YIELD_SECONDS = 0.2
+"""The longest a recorded event waits for its owner to be idle (``EventRecorder.yield_to``)."""
+YIELD_POLL = 0.002
+"""How often a waiting event asks again whether its owner is idle."""
 MAX_TRIES = 12
 """client-go's maxTriesPerEvent."""
 RETRY_SLEEP = 10.0
@@ -360,8 +365,14 @@ class EventRecorder:
         log_events: bool = False,
         clock: Callable[[], float] = time.time,
         retry_sleep: float = RETRY_SLEEP,
+        yield_to: Callable[[], bool] | None = None,
     ) -> None:
         self.api = api
+        self.yield_to = yield_to
+        """While this says its owner is busy (a scheduler with a pod on its way to a node), a
+        recorded event waits, at most YIELD_SECONDS from when it was recorded: the pod's own
+        API calls, and the CPU of this process and of the API server, go to it first. Events
+        are news; kube-scheduler sends them from goroutines of their own, on other cores."""
         self.api_version = api_version
         self.repeat_after = repeat_after
         """``post`` skips an event identical to one sent less than this many seconds ago."""
@@ -371,7 +382,8 @@ class EventRecorder:
         """Wall-clock seconds since the epoch (a fake one in tests)."""
         self.retry_sleep = retry_sleep
         self.hostname = socket.gethostname()
-        self._queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(maxsize=buffer)
+        self._queue: asyncio.Queue[tuple[float, dict[str, Any]]] = asyncio.Queue(maxsize=buffer)
+        """(monotonic time recorded, Event) in the order recorded."""
         self._tasks: list[asyncio.Task[None]] = []
         self._retries: set[asyncio.Task[None]] = set()
         self._sent: dict[tuple[str, str, str, str], float] = {}
@@ -476,7 +488,7 @@ class EventRecorder:
             return
         body = self.event(regarding, reporter, event_type, reason, action, note)
         try:
-            self._queue.put_nowait(body)
+            self._queue.put_nowait((time.monotonic(), body))
         except asyncio.QueueFull:
             self.dropped += 1
             if self.dropped % 1000 == 1:
@@ -513,8 +525,9 @@ class EventRecorder:
 
     async def _run(self) -> None:
         while True:
-            body = await self._queue.get()
+            recorded, body = await self._queue.get()
             try:
+                await self._until_idle(recorded + YIELD_SECONDS)
                 async with self._lock:
                     write = self.observe(body)
                 if write is not None:
@@ -523,6 +536,11 @@ class EventRecorder:
                 log.exception("unexpected error recording an event")
             finally:
                 self._queue.task_done()
+
+    async def _until_idle(self, deadline: float) -> None:
+        busy = self.yield_to
+        while busy is not None and busy() and time.monotonic() < deadline:
+            await asyncio.sleep(YIELD_POLL)
 
     async def _attempt(self, event: dict[str, Any]) -> None:
         """client-go's attemptRecording: the first try now, the others in the background."""

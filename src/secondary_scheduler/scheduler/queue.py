@@ -325,8 +325,15 @@ class SchedulingQueue(Generic[P]):
                     callback()
                 continue
             self._wakeup.clear()
+            # Not wait_for: on Python 3.11 it wraps the wait in a task of its own, and a pod
+            # added would reach this loop two event-loop turns later, behind other work.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wakeup.wait(), timeout=self._next_wake())
+                async with asyncio.timeout(self._next_wake()):
+                    await self._wakeup.wait()
+
+    def busy(self) -> bool:
+        """Whether a pod is ready to be scheduled or in its cycle or binding now."""
+        return bool(self._in_flight) or len(self._active) > 0
 
     def call_when_idle(self, callback: Callable[[], None]) -> None:
         """Run ``callback`` once `pop()` has no pod to hand out (soon if it is waiting now)."""

@@ -15,6 +15,8 @@ from secondary_scheduler.kube.client import ApiError, ApiUnavailable
 from secondary_scheduler.kube.events import (
     FINISH_SERIES,
     MAX_NOTE,
+    YIELD_POLL,
+    YIELD_SECONDS,
     EventRecorder,
     ObjectReference,
     event_name,
@@ -300,6 +302,27 @@ def test_failed_scheduling_note_is_truncated_like_kube_scheduler() -> None:
     assert len(long.encode()) == MAX_NOTE and long.endswith("y ...")
     rec = EventRecorder(FakeEventsApi())  # type: ignore[arg-type]
     assert rec.event(pod(), "s", "Normal", "Preempted", "Preempting", "z" * 2000)["note"] == "z" * 2000
+
+
+async def test_a_recorded_event_waits_while_its_owner_is_busy_but_not_for_long() -> None:
+    busy = [True]
+    api = FakeEventsApi()
+    rec = EventRecorder(api, yield_to=lambda: busy[0])  # type: ignore[arg-type]
+    rec.start()
+    try:
+        rec.failed(pod(), "s", "0/3 nodes are available")
+        await asyncio.sleep(YIELD_SECONDS / 4)
+        assert api.calls == []  # a pod is on its way to a node: the event waits
+        busy[0] = False
+        await asyncio.sleep(YIELD_POLL * 5)
+        assert [call[0] for call in api.calls] == ["create"]
+
+        busy[0] = True  # busy for good: each event still goes, YIELD_SECONDS after it was recorded
+        rec.failed(pod("web-1"), "s", "0/3 nodes are available")
+        await asyncio.sleep(YIELD_SECONDS + YIELD_POLL * 5)
+        assert [call[0] for call in api.calls] == ["create", "create"]
+    finally:
+        await rec.stop()
 
 
 def test_event_names_follow_client_go() -> None:

@@ -522,6 +522,46 @@ async def test_the_preemptor_goes_back_at_once_only_if_the_watch_took_its_victim
     assert activated == ([["preemptor"]] if watch_first else [])
 
 
+async def test_the_preemptor_is_let_in_once_its_victims_are_gone_before_the_answers() -> None:
+    """kube-scheduler stops keeping the pod out just before its last eviction call, so that
+    call's deletion event lets it in. Here the table showing every victim gone does, answered
+    or not; the late answer then neither activates the pod again nor ends a preemption the pod
+    started since."""
+    answers = {name: asyncio.Event() for name in ("victim", "other")}
+    activated: list[list[str]] = []
+
+    class Slow(FakeClient):
+        async def delete(self, path: str, params: Any = None) -> JSON:
+            await answers[path.rsplit("/", 1)[1]].wait()
+            return await super().delete(path, params)
+
+    handle = Handle(client=Slow(), activator=lambda pods: activated.append([pod.name for pod in pods]))  # type: ignore[arg-type]
+    nodes = [make_node("a", cpu="1"), make_node("b", cpu="1")]
+    cluster = Cluster(
+        nodes, [running("victim", "a", priority=1), running("other", "b", priority=5)], handle=handle
+    )
+    preemptor = pending("preemptor")
+    assert cluster.schedule(preemptor).nominated_node == "a"
+    for _ in range(5):  # its eviction sent, not answered
+        await asyncio.sleep(0)
+    assert not cluster.framework.run_pre_enqueue(preemptor).is_success
+
+    cluster.evict("victim")  # the deletion event, before the answer
+    assert cluster.framework.run_pre_enqueue(preemptor).is_success
+
+    # Someone else took node a meanwhile: the pod preempts again, on b.
+    cluster.table.add_pod(PodInfo.from_pod(running("vip", "a", priority=1000)), "a")
+    assert cluster.schedule(preemptor).nominated_node == "b"
+    answers["victim"].set()
+    for _ in range(5):  # the first eviction answered: the second preemption goes on
+        await asyncio.sleep(0)
+    assert not cluster.framework.run_pre_enqueue(preemptor).is_success
+    answers["other"].set()
+    await settle(handle)
+    assert cluster.framework.run_pre_enqueue(preemptor).is_success
+    assert activated == []  # each time an event (here, the test) let it in, or will
+
+
 async def test_a_failed_eviction_lets_the_preemptor_back_at_once() -> None:
     activated: list[str] = []
 
