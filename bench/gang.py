@@ -22,25 +22,23 @@ import asyncio
 import contextlib
 import json
 import math
-import os
 import random
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
 from bench.context import BenchContext, BenchOptions
-from bench.machine import component_versions, load_average, process_cpu_seconds
+from bench.machine import component_versions, load_average
 from bench.report import milliseconds, number, table
 from bench.sections import RunInfo
 from bench.stats import PodClock, percentile, ratio
-from bench.throughput import LABELS, SCHEDULER_NAME, _metrics
+from bench.throughput import DEFERRED_WORK_SECONDS, LABELS, SCHEDULER_NAME, _metrics, cpu_seconds
 from bench.workload import JSON, PodWatch, create_pods, delete_all_pods, pod_manifests, pods_path
 from secondary_scheduler.cluster.progress import step
 from secondary_scheduler.cluster.schedulers import (
     COSCHEDULING_PROFILE,
     OURS,
     UPSTREAM,
-    SchedulerRun,
     scheduler_config,
     start_scheduler,
 )
@@ -48,7 +46,6 @@ from secondary_scheduler.kube.client import ApiClient, ApiError
 from secondary_scheduler.kube.namespaces import ensure_namespace
 from secondary_scheduler.plugins.coscheduling.podgroup import POD_GROUP_LABEL
 
-COMPONENTS = ("kube-apiserver", "etcd", "kwok", "kube-controller-manager")
 WARMUP_MEMBERS = 8
 LOADED = 1.0
 """A 1-minute load above this before the benchmark began means other work was running."""
@@ -254,16 +251,6 @@ class GangSection:
         raw = {"runs": [asdict(record) for record in self.records], "versions": self.versions}
         (self.options.workdir / "gang.json").write_text(json.dumps(raw, indent=1))
 
-    @staticmethod
-    def _cpu(context: BenchContext, scheduler: SchedulerRun) -> dict[str, float]:
-        cpu = {"scheduler": process_cpu_seconds(scheduler.process.pid)}
-        for name in COMPONENTS:
-            record = context.cluster.records.get(name)
-            if record is not None:
-                cpu[name] = process_cpu_seconds(record.pid)
-        cpu["bench client"] = process_cpu_seconds(os.getpid())
-        return cpu
-
     async def _wait_bound(
         self,
         clock: PodClock,
@@ -329,13 +316,14 @@ class GangSection:
                 await _create_each(api, podgroups_path(namespace), podgroups)
                 await context.wait_quiet(progress.update)
                 before_metrics = await asyncio.to_thread(_metrics, scheduler)
-                before_cpu = self._cpu(context, scheduler)
+                before_cpu = cpu_seconds(context, scheduler)
                 creating = asyncio.create_task(
                     create_pods(api, namespace, manifests, clock, options.concurrency)
                 )
                 await self._wait_bound(clock, watch, names, progress.update, creating)
                 await creating
-                after_cpu = self._cpu(context, scheduler)
+                await asyncio.sleep(DEFERRED_WORK_SECONDS)
+                after_cpu = cpu_seconds(context, scheduler)
                 after_metrics = await asyncio.to_thread(_metrics, scheduler)
                 listed = (await api.list_all(pods_path(namespace)))["items"]
             finally:

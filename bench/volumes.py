@@ -28,23 +28,29 @@ import asyncio
 import contextlib
 import json
 import math
-import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 
 from bench import storage
 from bench.context import BenchContext, BenchOptions
-from bench.machine import component_versions, load_average, process_cpu_seconds
+from bench.machine import component_versions, load_average
 from bench.report import comparison_rows, milliseconds, number, table
 from bench.sections import RunInfo
 from bench.stats import PodClock, RunMeasures, Timings, percentile, ratio
-from bench.throughput import LABELS, SCHEDULER_NAME, _metrics, bench_config
+from bench.throughput import (
+    DEFERRED_WORK_SECONDS,
+    LABELS,
+    SCHEDULER_NAME,
+    _metrics,
+    bench_config,
+    cpu_seconds,
+)
 from bench.workload import JSON, create_pods, delete_all_pods, pods_path
 from secondary_scheduler.cluster import provisioner
 from secondary_scheduler.cluster.localcluster import PROVISIONER
 from secondary_scheduler.cluster.progress import step
-from secondary_scheduler.cluster.schedulers import OURS, UPSTREAM, SchedulerRun, start_scheduler
+from secondary_scheduler.cluster.schedulers import OURS, UPSTREAM, start_scheduler
 from secondary_scheduler.kube.client import ApiClient, ApiError, ApiUnavailable
 from secondary_scheduler.kube.namespaces import ensure_namespace
 
@@ -309,15 +315,6 @@ class VolumesSection:
             context.log(f"    {ready:,}/{total:,} nodes have their CSINode and CSIStorageCapacity")
             await asyncio.sleep(3.0)
 
-    def _cpu(self, context: BenchContext, scheduler: SchedulerRun | None) -> dict[str, float]:
-        cpu = {} if scheduler is None else {"scheduler": process_cpu_seconds(scheduler.process.pid)}
-        for name in COMPONENTS:
-            record = context.cluster.records.get(name)
-            if record is not None:
-                cpu[name] = process_cpu_seconds(record.pid)
-        cpu["bench client"] = process_cpu_seconds(os.getpid())
-        return cpu
-
     async def _storage_alone(self, context: BenchContext, count: int, position: int) -> StorageRecord:
         """Claims with a node already chosen (round robin over the nodes), no scheduler: how fast
         the provisioner and kube-controller-manager make and bind volumes."""
@@ -344,7 +341,7 @@ class VolumesSection:
             try:
                 for watch in watches:
                     await watch.start()
-                before = self._cpu(context, None)
+                before = cpu_seconds(context, None, COMPONENTS)
                 creating = asyncio.create_task(
                     create_objects(
                         context.api,
@@ -365,7 +362,7 @@ class VolumesSection:
                     creating,
                 )
                 await creating
-                after = self._cpu(context, None)
+                after = cpu_seconds(context, None, COMPONENTS)
             finally:
                 for watch in watches:
                     await watch.stop()
@@ -491,13 +488,14 @@ class VolumesSection:
                 )
                 await context.wait_quiet(progress.update)
                 before_metrics = await asyncio.to_thread(_metrics, scheduler)
-                before_cpu = self._cpu(context, scheduler)
+                before_cpu = cpu_seconds(context, scheduler, COMPONENTS)
                 creating = asyncio.create_task(
                     create_pods(api, namespace, manifests, pod_clock, options.concurrency)
                 )
                 await self._wait(progress_of(names), changed, progress.update, creating)
                 await creating
-                after_cpu = self._cpu(context, scheduler)
+                await asyncio.sleep(DEFERRED_WORK_SECONDS)
+                after_cpu = cpu_seconds(context, scheduler, COMPONENTS)
                 after_metrics = await asyncio.to_thread(_metrics, scheduler)
                 listed_pods = (await api.list_all(pods_path(namespace)))["items"]
                 listed_claims = (await api.list_all(claims_path(namespace)))["items"]

@@ -51,7 +51,14 @@ from bench.profiles import Profile, Recorder
 from bench.report import milliseconds, number, table
 from bench.sections import RunInfo
 from bench.stats import PodClock, RunMeasures, percentile, ratio
-from bench.throughput import LABELS, SCHEDULER_NAME, ThroughputSection, _keep_metrics, bench_config
+from bench.throughput import (
+    LABELS,
+    SCHEDULER_NAME,
+    ThroughputSection,
+    _keep_metrics,
+    bench_config,
+    cpu_seconds,
+)
 from bench.volumes import PVS, VolumesSection, claims_path, create_objects, delete_claims
 from bench.workload import (
     JSON,
@@ -533,7 +540,7 @@ class WorkloadsSection:
                 before_metrics = await asyncio.to_thread(
                     _keep_metrics, scheduler, directory / f"{page}-before.txt"
                 )
-                before_cpu = ThroughputSection._cpu(context, scheduler)
+                before_cpu = cpu_seconds(context, scheduler)
                 created = [0]
 
                 def counted() -> None:
@@ -565,9 +572,9 @@ class WorkloadsSection:
                 )
                 await creating
                 lag = lags[0] if lags else math.nan
-                after_cpu = ThroughputSection._cpu(context, scheduler)
                 profile = await asyncio.to_thread(recorder.stop) if recorder is not None else None
-                await asyncio.sleep(METRICS_SETTLE)
+                await asyncio.sleep(METRICS_SETTLE)  # longer than DEFERRED_WORK_SECONDS
+                after_cpu = cpu_seconds(context, scheduler)
                 after_metrics = await asyncio.to_thread(
                     _keep_metrics, scheduler, directory / f"{page}-after.txt"
                 )
