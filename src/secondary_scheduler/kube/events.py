@@ -60,7 +60,7 @@ REFRESH_SERIES = 30 * 60.0
 """client-go's refreshTime: how often a live series' count is written."""
 YIELD_SECONDS = 0.2
 """The longest a recorded event waits for its owner to be idle (``EventRecorder.yield_to``)."""
-YIELD_POLL = 0.002
+YIELD_POLL = 0.01
 """How often a waiting event asks again whether its owner is idle."""
 MAX_TRIES = 12
 """client-go's maxTriesPerEvent."""
