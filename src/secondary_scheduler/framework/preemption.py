@@ -521,6 +521,10 @@ class Evaluator:
             await evict(victims[-1])
         except Exception as error:
             last = error
+        except BaseException:  # cancelled (shutting down): so are the others
+            for task in others:
+                task.cancel()
+            raise
         results = await asyncio.gather(*others, return_exceptions=True)
         return [result if isinstance(result, BaseException) else None for result in results] + [last]
 

@@ -463,6 +463,7 @@ class EventRecorder:
         """Send what is buffered (for at most `drain_seconds`), then stop."""
         if not self._tasks:
             return
+        self.yield_to = None  # nothing to wait for any more: send what is left at once
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._queue.join(), drain_seconds)
         tasks = [*self._tasks, *self._retries]

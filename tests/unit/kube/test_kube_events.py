@@ -5,18 +5,19 @@ from __future__ import annotations
 import asyncio
 import copy
 import datetime
+import time
 import uuid
 from typing import Any
 
 import pytest
 
 from secondary_scheduler.framework.podinfo import PodInfo
+from secondary_scheduler.kube import events
 from secondary_scheduler.kube.client import ApiError, ApiUnavailable
 from secondary_scheduler.kube.events import (
     FINISH_SERIES,
     MAX_NOTE,
     YIELD_POLL,
-    YIELD_SECONDS,
     EventRecorder,
     ObjectReference,
     event_name,
@@ -304,25 +305,41 @@ def test_failed_scheduling_note_is_truncated_like_kube_scheduler() -> None:
     assert rec.event(pod(), "s", "Normal", "Preempted", "Preempting", "z" * 2000)["note"] == "z" * 2000
 
 
-async def test_a_recorded_event_waits_while_its_owner_is_busy_but_not_for_long() -> None:
+async def test_a_recorded_event_waits_while_its_owner_is_busy_but_not_for_long(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    longest = 0.5
+    monkeypatch.setattr(events, "YIELD_SECONDS", longest)
     busy = [True]
     api = FakeEventsApi()
     rec = EventRecorder(api, yield_to=lambda: busy[0])  # type: ignore[arg-type]
+
+    async def sent(count: int) -> float:
+        """Seconds until ``count`` events were sent (fails after 5)."""
+        began = time.monotonic()
+        while len(api.calls) < count:
+            assert time.monotonic() - began < 5, api.calls
+            await asyncio.sleep(YIELD_POLL)
+        return time.monotonic() - began
+
     rec.start()
     try:
         rec.failed(pod(), "s", "0/3 nodes are available")
-        await asyncio.sleep(YIELD_SECONDS / 4)
+        await asyncio.sleep(longest / 10)
         assert api.calls == []  # a pod is on its way to a node: the event waits
         busy[0] = False
-        await asyncio.sleep(YIELD_POLL * 5)
-        assert [call[0] for call in api.calls] == ["create"]
+        await sent(1)
 
-        busy[0] = True  # busy for good: each event still goes, YIELD_SECONDS after it was recorded
+        busy[0] = True  # busy for good: each event still goes, at most `longest` after it was recorded
         rec.failed(pod("web-1"), "s", "0/3 nodes are available")
-        await asyncio.sleep(YIELD_SECONDS + YIELD_POLL * 5)
+        assert await sent(2) >= longest - YIELD_POLL
         assert [call[0] for call in api.calls] == ["create", "create"]
+
+        rec.failed(pod("web-2"), "s", "0/3 nodes are available")
+        began = time.monotonic()
     finally:
         await rec.stop()
+    assert len(api.calls) == 3 and time.monotonic() - began < longest  # stopping sends what is left at once
 
 
 def test_event_names_follow_client_go() -> None:
