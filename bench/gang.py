@@ -32,7 +32,7 @@ from bench.machine import component_versions, load_average
 from bench.report import milliseconds, number, table
 from bench.sections import RunInfo
 from bench.stats import PodClock, percentile, ratio
-from bench.throughput import DEFERRED_WORK_SECONDS, LABELS, SCHEDULER_NAME, _metrics, cpu_seconds
+from bench.throughput import LABELS, SCHEDULER_NAME, _metrics, cpu_seconds, cpu_seconds_settled
 from bench.workload import JSON, PodWatch, create_pods, delete_all_pods, pod_manifests, pods_path
 from secondary_scheduler.cluster.progress import step
 from secondary_scheduler.cluster.schedulers import (
@@ -322,8 +322,7 @@ class GangSection:
                 )
                 await self._wait_bound(clock, watch, names, progress.update, creating)
                 await creating
-                await asyncio.sleep(DEFERRED_WORK_SECONDS)
-                after_cpu = cpu_seconds(context, scheduler)
+                after_cpu = await cpu_seconds_settled(context, scheduler)
                 after_metrics = await asyncio.to_thread(_metrics, scheduler)
                 listed = (await api.list_all(pods_path(namespace)))["items"]
             finally:

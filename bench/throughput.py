@@ -69,6 +69,14 @@ def cpu_seconds(
     return cpu
 
 
+async def cpu_seconds_settled(
+    context: BenchContext, scheduler: SchedulerRun | None, components: Sequence[str] = COMPONENTS
+) -> dict[str, float]:
+    """``cpu_seconds`` once the scheduler has sent what its last pods caused (DEFERRED_WORK_SECONDS)."""
+    await asyncio.sleep(DEFERRED_WORK_SECONDS)
+    return cpu_seconds(context, scheduler, components)
+
+
 @dataclass(kw_only=True)
 class RunRecord(RunMeasures):
     """One scheduler's one run at one size."""
@@ -217,8 +225,7 @@ class ThroughputSection:
                 )
                 await self._wait_bound(clock, watch, set(names), progress.update, created, creating)
                 await creating
-                await asyncio.sleep(DEFERRED_WORK_SECONDS)
-                after_cpu = cpu_seconds(context, scheduler)
+                after_cpu = await cpu_seconds_settled(context, scheduler)
                 after_metrics = await asyncio.to_thread(_metrics, scheduler)
             finally:
                 await watch.stop()

@@ -39,12 +39,12 @@ from bench.report import comparison_rows, milliseconds, number, table
 from bench.sections import RunInfo
 from bench.stats import PodClock, RunMeasures, Timings, percentile, ratio
 from bench.throughput import (
-    DEFERRED_WORK_SECONDS,
     LABELS,
     SCHEDULER_NAME,
     _metrics,
     bench_config,
     cpu_seconds,
+    cpu_seconds_settled,
 )
 from bench.workload import JSON, create_pods, delete_all_pods, pods_path
 from secondary_scheduler.cluster import provisioner
@@ -494,8 +494,7 @@ class VolumesSection:
                 )
                 await self._wait(progress_of(names), changed, progress.update, creating)
                 await creating
-                await asyncio.sleep(DEFERRED_WORK_SECONDS)
-                after_cpu = cpu_seconds(context, scheduler, COMPONENTS)
+                after_cpu = await cpu_seconds_settled(context, scheduler, COMPONENTS)
                 after_metrics = await asyncio.to_thread(_metrics, scheduler)
                 listed_pods = (await api.list_all(pods_path(namespace)))["items"]
                 listed_claims = (await api.list_all(claims_path(namespace)))["items"]

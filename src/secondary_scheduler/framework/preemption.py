@@ -480,7 +480,7 @@ class Evaluator:
         upstream's does. If the answers come last, the pod goes back when they do, should
         its victims be gone by then and no event have let it in.
         """
-        victims = candidate.victims
+        victims = evicting.victims
         try:
             for other in lower:
                 # Not critical: the pod keeps a stale nomination until its next cycle.
