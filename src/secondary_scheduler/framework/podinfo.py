@@ -24,7 +24,7 @@ from secondary_scheduler.framework.nodeselector import (
     RequiredNodeAffinity,
     parse_preferred_terms,
 )
-from secondary_scheduler.framework.podrequests import non_zero_requests, pod_requests
+from secondary_scheduler.framework.podrequests import requests_and_non_zero
 from secondary_scheduler.framework.taints import Toleration
 
 DO_NOT_SCHEDULE = "DoNotSchedule"
@@ -105,7 +105,7 @@ class PodInfo:
         pod_anti_affinity = affinity.get("podAntiAffinity") or {}
         node_affinity = affinity.get("nodeAffinity") or {}
         status = pod.get("status")
-        non_zero_cpu, non_zero_memory = non_zero_requests(spec, status)
+        requests, (non_zero_cpu, non_zero_memory) = requests_and_non_zero(spec, status)
         containers = [*(spec.get("initContainers") or ()), *(spec.get("containers") or ())]
         return cls(
             obj=pod,
@@ -118,7 +118,7 @@ class PodInfo:
             creation_timestamp=str(metadata.get("creationTimestamp") or ""),
             labels=labels,
             node_name=str(spec.get("nodeName") or ""),
-            requests=pod_requests(spec, status),
+            requests=requests,
             non_zero_cpu=non_zero_cpu,
             non_zero_memory=non_zero_memory,
             host_ports=pod_host_ports(spec),

@@ -150,6 +150,10 @@ def _to_units(name: str, value: Decimal) -> int:
     return math.ceil(value * 1000) if name == CPU else math.ceil(value)
 
 
+def _in_units(requests: Mapping[str, Decimal]) -> dict[str, int]:
+    return {name: _to_units(name, value) for name, value in requests.items()}
+
+
 def pod_requests(
     spec: Mapping[str, Any], status: Mapping[str, Any] | None = None, *, pod_level: bool = True
 ) -> dict[str, int]:
@@ -158,8 +162,7 @@ def pod_requests(
     ``pod_level=False`` leaves pod-level ``spec.resources`` out (the container sum and the
     overhead only): NodeResourcesFit's score sees a pod that way upstream.
     """
-    requests = _requests(spec, {}, _Statuses(status), pod_level)
-    return {name: _to_units(name, value) for name, value in requests.items()}
+    return _in_units(_requests(spec, {}, _Statuses(status), pod_level))
 
 
 def non_zero_requests(
@@ -172,13 +175,48 @@ def non_zero_requests(
     ``pod_level=False`` they are ignored, as in ``pod_requests``.
     """
     statuses = _Statuses(status)
-    requests = _requests(spec, {}, statuses, pod_level)
+    return _non_zero(spec, _requests(spec, {}, statuses, pod_level), statuses, pod_level)
+
+
+def requests_and_non_zero(
+    spec: Mapping[str, Any], status: Mapping[str, Any] | None = None
+) -> tuple[dict[str, int], tuple[int, int]]:
+    """``pod_requests`` and ``non_zero_requests`` of one pod (pod-level requests included).
+
+    A pod's info is built again on every event about it; when every container asks for cpu
+    and memory the defaults change nothing, and the containers are summed once, not three times.
+    """
+    statuses = _Statuses(status)
+    requests = _requests(spec, {}, statuses, True)
+    return _in_units(requests), _non_zero(spec, requests, statuses, True)
+
+
+def _non_zero(
+    spec: Mapping[str, Any], requests: ResourceList, statuses: _Statuses, pod_level: bool
+) -> tuple[int, int]:
+    """``non_zero_requests`` from the pod's sum without defaults (``requests``)."""
     defaults = _DEFAULTS
     if pod_level and _pod_level_set(spec):
         defaults = {name: value for name, value in _DEFAULTS.items() if name not in requests}
-    if defaults:
+    if defaults and _defaults_fill_in(spec, defaults, statuses):
         requests = _requests(spec, defaults, statuses, pod_level)
     return (
         _to_units(CPU, requests.get(CPU, Decimal(0))),
         _to_units(MEMORY, requests.get(MEMORY, Decimal(0))),
     )
+
+
+def _defaults_fill_in(spec: Mapping[str, Any], defaults: Mapping[str, Decimal], statuses: _Statuses) -> bool:
+    """Whether some container leaves one of ``defaults`` unset, so that they change the sum.
+
+    A container's spec requests are all in what it counts, unless a resize was found
+    infeasible (then only what it runs with counts): there the answer is yes, to be safe.
+    """
+    if statuses.resize_infeasible:
+        return True
+    for field in ("initContainers", "containers"):
+        for container in _containers(spec, field):
+            asked = (container.get("resources") or {}).get("requests") or {}
+            if any(name not in asked for name in defaults):
+                return True
+    return False

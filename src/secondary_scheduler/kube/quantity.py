@@ -6,6 +6,7 @@ Kubernetes does, so parsing goes through Decimal and never through binary floats
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from decimal import Decimal, InvalidOperation
@@ -32,10 +33,16 @@ class QuantityError(ValueError):
 
 def parse_quantity(value: str | int | float) -> Decimal:
     """The exact value of a quantity, in base units (cores, bytes, counts)."""
-    if isinstance(value, bool):
-        raise QuantityError(f"{value!r} is not a quantity")
-    if isinstance(value, int | float):
+    if isinstance(value, int | float) and not isinstance(value, bool):
         return Decimal(str(value))
+    if not isinstance(value, str):
+        raise QuantityError(f"{value!r} is not a quantity")
+    return _parse_text(value)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_text(value: str) -> Decimal:
+    """Cached: every event about a pod parses its requests again, and clusters use few quantities."""
     text = value.strip()
     match = _PATTERN.match(text)
     if match is None:

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from tests.unit.framework.kubeobjects import container, make_pod
 
+from secondary_scheduler.framework import podrequests
 from secondary_scheduler.framework.podinfo import PodInfo
-from secondary_scheduler.framework.podrequests import non_zero_requests, pod_requests
+from secondary_scheduler.framework.podrequests import non_zero_requests, pod_requests, requests_and_non_zero
 
 MI = 1024 * 1024
 
@@ -147,3 +153,62 @@ def test_pod_info_parses_the_pod_once() -> None:
     assert info.scheduling_gates == ("wait",)
     assert not info.required_node_affinity.is_empty
     assert info.tolerations[0].operator == "Exists"
+
+
+def _every_way(spec: dict[str, Any], status: dict[str, Any], pod_level: bool) -> tuple[int, int]:
+    """``non_zero_requests`` the long way, as it was before the shortcut: the containers summed
+    again with the defaults, whether or not a container leaves one unset."""
+    statuses = podrequests._Statuses(status)
+    summed = podrequests._requests(spec, {}, statuses, pod_level)
+    defaults = podrequests._DEFAULTS
+    if pod_level and podrequests._pod_level_set(spec):
+        defaults = {name: value for name, value in defaults.items() if name not in summed}
+    if defaults:
+        summed = podrequests._requests(spec, defaults, statuses, pod_level)
+    return podrequests._to_units("cpu", summed.get("cpu", Decimal(0))), podrequests._to_units(
+        "memory", summed.get("memory", Decimal(0))
+    )
+
+
+_asks = st.dictionaries(
+    st.sampled_from(["cpu", "memory", "example.com/gpu"]), st.sampled_from(["0", "1", "250m", "1Gi"])
+)
+
+
+@st.composite
+def _pods(draw: st.DrawFn) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A spec and status: containers, init containers (sidecars too), pod-level requests,
+    overhead, container statuses with resources, and a resize found infeasible."""
+    count = draw(st.integers(0, 3))
+    containers = [container(name=f"c{i}", requests=draw(st.none() | _asks)) for i in range(count)]
+    inits = []
+    for i in range(draw(st.integers(0, 2))):
+        init = container(name=f"i{i}", requests=draw(st.none() | _asks))
+        if draw(st.booleans()):
+            init["restartPolicy"] = "Always"
+        inits.append(init)
+    spec: dict[str, Any] = {"containers": containers, "initContainers": inits}
+    if draw(st.booleans()):
+        spec["resources"] = {draw(st.sampled_from(["requests", "limits"])): draw(_asks)}
+    if draw(st.booleans()):
+        spec["overhead"] = draw(_asks)
+    named = [item["name"] for item in containers + inits]
+    statuses = [
+        {"name": name, "resources": {"requests": draw(_asks)}, "allocatedResources": draw(_asks)}
+        for name in named
+        if draw(st.booleans())
+    ]
+    status: dict[str, Any] = {"containerStatuses": statuses}
+    if draw(st.booleans()):
+        status["conditions"] = [{"type": "PodResizePending", "status": "True", "reason": "Infeasible"}]
+    return spec, status
+
+
+@settings(max_examples=400, deadline=None)
+@given(_pods(), st.booleans())
+def test_summing_once_gives_what_summing_with_the_defaults_gives(
+    pod: tuple[dict[str, Any], dict[str, Any]], pod_level: bool
+) -> None:
+    spec, status = pod
+    assert non_zero_requests(spec, status, pod_level=pod_level) == _every_way(spec, status, pod_level)
+    assert requests_and_non_zero(spec, status) == (pod_requests(spec, status), _every_way(spec, status, True))
