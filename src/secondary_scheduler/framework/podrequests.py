@@ -179,16 +179,16 @@ def non_zero_requests(
 
 
 def requests_and_non_zero(
-    spec: Mapping[str, Any], status: Mapping[str, Any] | None = None
+    spec: Mapping[str, Any], status: Mapping[str, Any] | None = None, *, pod_level: bool = True
 ) -> tuple[dict[str, int], tuple[int, int]]:
-    """``pod_requests`` and ``non_zero_requests`` of one pod (pod-level requests included).
+    """``pod_requests`` and ``non_zero_requests`` of one pod, together.
 
     A pod's info is built again on every event about it; when every container asks for cpu
     and memory the defaults change nothing, and the containers are summed once, not three times.
     """
     statuses = _Statuses(status)
-    requests = _requests(spec, {}, statuses, True)
-    return _in_units(requests), _non_zero(spec, requests, statuses, True)
+    requests = _requests(spec, {}, statuses, pod_level)
+    return _in_units(requests), _non_zero(spec, requests, statuses, pod_level)
 
 
 def _non_zero(

@@ -16,7 +16,7 @@ import numpy as np
 from secondary_scheduler.framework.aliases import IntArray, Slots
 from secondary_scheduler.framework.nodetable import NodeTable
 from secondary_scheduler.framework.podinfo import PodInfo
-from secondary_scheduler.framework.podrequests import non_zero_requests, pod_requests
+from secondary_scheduler.framework.podrequests import requests_and_non_zero
 from secondary_scheduler.framework.resources import CPU, CPU_COLUMN, MEMORY, MEMORY_COLUMN, is_scalar_resource
 
 
@@ -49,8 +49,7 @@ def container_level_request_list(pod: PodInfo, resources: Sequence[ResourceWeigh
     spec = pod.obj.get("spec") or {}
     if not spec.get("resources"):
         return pod_request_list(pod, resources, non_zero=True)
-    requests = pod_requests(spec, pod_level=False)
-    cpu, memory = non_zero_requests(spec, pod_level=False)
+    requests, (cpu, memory) = requests_and_non_zero(spec, pod_level=False)
     defaults = {CPU: cpu, MEMORY: memory}
     return tuple(defaults.get(item.name, requests.get(item.name, 0)) for item in resources)
 
