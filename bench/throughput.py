@@ -42,7 +42,6 @@ from secondary_scheduler.cluster.schedulers import (
     scheduler_config,
     start_scheduler,
 )
-from secondary_scheduler.kube.events import YIELD_SECONDS
 from secondary_scheduler.kube.namespaces import ensure_namespace
 
 SCHEDULER_NAME = "bench-scheduler"
@@ -50,10 +49,10 @@ KUBE_DEFAULT_QPS = 50.0
 KUBE_DEFAULT_BURST = 100
 LABELS = {OURS: "ours", UPSTREAM: "upstream"}
 COMPONENTS = ("kube-apiserver", "etcd", "kwok", "kube-controller-manager")
-DEFERRED_WORK_SECONDS = YIELD_SECONDS + 0.3
-"""How long after its last pod is bound a scheduler's CPU is read: ours holds its Events back
-while pods are on their way to a node (``EventRecorder.yield_to``, at most YIELD_SECONDS), and
-sending them is work the span must count. Both schedulers wait the same."""
+DEFERRED_WORK_SECONDS = 0.5
+"""How long after its last pod is bound a scheduler's CPU is read: both send their Events after
+the bindings (from tasks or goroutines of their own), and sending them is work the span must
+count. Both schedulers wait the same."""
 
 
 def cpu_seconds(

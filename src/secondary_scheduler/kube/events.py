@@ -1,10 +1,14 @@
 """Events, as kube-scheduler writes them (events.k8s.io/v1): the one recorder of the package.
 
-The scheduler records from its hot path: ``record`` only queues the event; a background
-task sends it through its own client, from a bounded buffer, so a burst of events never
-slows binding and, if the API server cannot keep up, the oldest news is dropped with a log
-line rather than memory growing. An event waits while the scheduler has a pod on its way to a
-node (``yield_to``), at most a fifth of a second.
+The scheduler records from its hot path: ``record`` only queues the event, and a few sender
+tasks (``SENDERS``) write queued events concurrently through the recorder's own client, as
+client-go writes each from a goroutine of its own. So an Event follows its binding within a
+request's time even under a backlog (a scheduler killed then loses only the few in flight),
+and a slow API server delays Events, not bindings. The queue is bounded like client-go's
+(``QUEUE_LENGTH``): a full queue drops the new event. Every event not written (queue full,
+refused by the server, out of retries, still queued when ``stop`` gave up) is counted by
+reason (``dropped``, and ``on_dropped`` for the scheduler's metric) and logged; ``stop``
+first writes what is queued, for at most ``DRAIN_SECONDS``.
 
 Sending follows client-go's events.k8s.io/v1 broadcaster (``tools/events``), which
 kube-scheduler uses:
@@ -34,9 +38,11 @@ events)", and more than 25 events on one object are then limited to one per 5 mi
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import datetime
 import logging
+import math
 import random
 import re
 import socket
@@ -58,10 +64,17 @@ FINISH_SERIES = 6 * 60.0
 """client-go's finishTime: how often series are closed, and how long an event stays cached."""
 REFRESH_SERIES = 30 * 60.0
 """client-go's refreshTime: how often a live series' count is written."""
-YIELD_SECONDS = 0.2
-"""The longest a recorded event waits for its owner to be idle (``EventRecorder.yield_to``)."""
-YIELD_POLL = 0.01
-"""How often a waiting event asks again whether its owner is idle."""
+QUEUE_LENGTH = 1000
+"""client-go's maxQueuedEvents: events recorded and not yet taken by a sender; more are dropped."""
+SENDERS = 16
+"""Events written at once at most. client-go starts a goroutine per event (bounded only by its
+rate limiter); a few concurrent requests keep up with the bindings (a write takes a few
+milliseconds) without an unbounded number of tasks competing with the scheduling loop."""
+DRAIN_SECONDS = 5.0
+"""How long ``stop`` (a SIGTERM) goes on writing what is queued before dropping the rest."""
+DROP_LOG_INTERVAL = 10.0
+"""A full queue logs its drops at most this often (with the count so far), not once per event."""
+DropReason = Literal["queue_full", "rejected", "retry_limit", "shutdown"]
 MAX_TRIES = 12
 """client-go's maxTriesPerEvent."""
 RETRY_SLEEP = 10.0
@@ -360,20 +373,17 @@ class EventRecorder:
         api: ApiClient,
         *,
         api_version: EventApi = "events.k8s.io/v1",
-        buffer: int = 10000,
+        queue_length: int = QUEUE_LENGTH,
+        senders: int = SENDERS,
         repeat_after: float = 0.0,
         log_events: bool = False,
         clock: Callable[[], float] = time.time,
         retry_sleep: float = RETRY_SLEEP,
-        yield_to: Callable[[], bool] | None = None,
+        on_dropped: Callable[[DropReason, int], None] | None = None,
     ) -> None:
         self.api = api
-        self.yield_to = yield_to
-        """While this says its owner is busy (a scheduler with a pod on its way to a node), a
-        recorded event waits, at most YIELD_SECONDS from when it was recorded: the pod's own
-        API calls, and the CPU of this process and of the API server, go to it first. Events
-        are news; kube-scheduler sends them from goroutines of their own, on other cores."""
         self.api_version = api_version
+        self.senders = senders
         self.repeat_after = repeat_after
         """``post`` skips an event identical to one sent less than this many seconds ago."""
         self.log_events = log_events
@@ -381,9 +391,13 @@ class EventRecorder:
         self.clock = clock
         """Wall-clock seconds since the epoch (a fake one in tests)."""
         self.retry_sleep = retry_sleep
+        self.on_dropped = on_dropped
+        """Told of every event not written, with why and how many (the scheduler's metric)."""
         self.hostname = socket.gethostname()
-        self._queue: asyncio.Queue[tuple[float, dict[str, Any]]] = asyncio.Queue(maxsize=buffer)
-        """(monotonic time recorded, Event) in the order recorded."""
+        self._queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(maxsize=queue_length)
+        """Events recorded and not yet taken by a sender, in the order recorded."""
+        self._sending = 0
+        """Events a sender has taken and is writing now (its first try)."""
         self._tasks: list[asyncio.Task[None]] = []
         self._retries: set[asyncio.Task[None]] = set()
         self._sent: dict[tuple[str, str, str, str], float] = {}
@@ -392,7 +406,9 @@ class EventRecorder:
         self._lock = asyncio.Lock()
         self.correlator = EventCorrelator(clock)
         """core/v1 (``post`` with api_version "v1"): client-go record's aggregation and spam filter."""
-        self.dropped = 0
+        self.dropped: collections.Counter[DropReason] = collections.Counter()
+        """Events not written, by reason, since this recorder was made."""
+        self._full_logged_at = -math.inf
 
     def event(
         self,
@@ -450,22 +466,28 @@ class EventRecorder:
 
     # -- queued (the scheduler) ---------------------------------------------------------------
     def start(self) -> None:
-        """Start sending what ``record`` queues, and the timers that write and close series."""
+        """Start the senders of what ``record`` queues, and the timers that write and close series."""
         self._tasks = [
-            asyncio.create_task(self._run(), name="event-recorder"),
+            *(asyncio.create_task(self._send(), name=f"event-sender-{i}") for i in range(self.senders)),
             asyncio.create_task(
                 self._every(REFRESH_SERIES, self.refresh_series), name="event-series-refresh"
             ),
             asyncio.create_task(self._every(FINISH_SERIES, self.finish_series), name="event-series-finish"),
         ]
 
-    async def stop(self, drain_seconds: float = 2.0) -> None:
-        """Send what is buffered (for at most `drain_seconds`), then stop."""
+    async def stop(self, drain_seconds: float = DRAIN_SECONDS) -> None:
+        """Write what is queued (for at most `drain_seconds`), then stop; count and log what is left.
+
+        Events waiting for a retry are not waited for: their API server did not answer lately.
+        """
         if not self._tasks:
             return
-        self.yield_to = None  # nothing to wait for any more: send what is left at once
+        pending = self._queue.qsize() + self._sending
+        if pending:
+            log.info("stopping: writing %d queued events (for at most %.1f s)", pending, drain_seconds)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._queue.join(), drain_seconds)
+        queued, retrying = self._queue.qsize() + self._sending, len(self._retries)
         tasks = [*self._tasks, *self._retries]
         for task in tasks:
             task.cancel()
@@ -473,6 +495,15 @@ class EventRecorder:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self._tasks = []
+        if queued + retrying:
+            self._drop("shutdown", queued + retrying)
+            log.warning(
+                "stopping: %d events not written (%d still queued after %.1f s, %d waiting for a retry)",
+                queued + retrying,
+                queued,
+                drain_seconds,
+                retrying,
+            )
 
     def record(
         self,
@@ -483,17 +514,26 @@ class EventRecorder:
         action: str,
         note: str,
     ) -> None:
-        """Queue an event for sending; never blocks (a full buffer drops it)."""
+        """Queue an event for sending; never blocks (a full queue drops it, counted and logged)."""
         if event_type not in EVENT_TYPES:
             log.error("unsupported event type %r: event %s not recorded", event_type, reason)
             return
         body = self.event(regarding, reporter, event_type, reason, action, note)
         try:
-            self._queue.put_nowait((time.monotonic(), body))
+            self._queue.put_nowait(body)
         except asyncio.QueueFull:
-            self.dropped += 1
-            if self.dropped % 1000 == 1:
-                log.warning("event buffer full: dropped %d events so far", self.dropped)
+            self._drop("queue_full")
+            now = time.monotonic()
+            if now - self._full_logged_at >= DROP_LOG_INTERVAL:
+                self._full_logged_at = now
+                log.warning(
+                    "event queue full (%d events waiting, %d being written): dropped %s; "
+                    "%d dropped for a full queue so far",
+                    self._queue.qsize(),
+                    self._sending,
+                    _describe(body),
+                    self.dropped["queue_full"],
+                )
 
     def scheduled(self, pod: PodReference, scheduler_name: str, node: str) -> None:
         """kube-scheduler's Normal/Scheduled event, once a pod is bound."""
@@ -524,11 +564,12 @@ class EventRecorder:
         cached["series"] = {"count": 2, "lastObservedTime": observed}
         return _copy(cached)
 
-    async def _run(self) -> None:
+    async def _send(self) -> None:
+        """One sender: take the oldest queued event and write it (its retries go on in the background)."""
         while True:
-            recorded, body = await self._queue.get()
+            body = await self._queue.get()
+            self._sending += 1
             try:
-                await self._until_idle(recorded + YIELD_SECONDS)
                 async with self._lock:
                     write = self.observe(body)
                 if write is not None:
@@ -536,12 +577,13 @@ class EventRecorder:
             except Exception:
                 log.exception("unexpected error recording an event")
             finally:
+                self._sending -= 1
                 self._queue.task_done()
 
-    async def _until_idle(self, deadline: float) -> None:
-        busy = self.yield_to
-        while busy is not None and busy() and time.monotonic() < deadline:
-            await asyncio.sleep(YIELD_POLL)
+    def _drop(self, reason: DropReason, count: int = 1) -> None:
+        self.dropped[reason] += count
+        if self.on_dropped is not None:
+            self.on_dropped(reason, count)
 
     async def _attempt(self, event: dict[str, Any]) -> None:
         """client-go's attemptRecording: the first try now, the others in the background."""
@@ -557,6 +599,7 @@ class EventRecorder:
             _, retry = await self.write(event)
             if not retry:
                 return
+        self._drop("retry_limit")
         log.error("unable to write event %s (retry limit exceeded!)", _describe(event))
 
     async def write(self, event: dict[str, Any]) -> tuple[dict[str, Any] | None, bool]:
@@ -584,6 +627,7 @@ class EventRecorder:
                     return None, True
                 log.debug("server rejected event %s (will not retry!): %s", _describe(event), error)
             else:
+                self._drop("rejected")
                 log.error("server rejected event %s (will not retry!): %s", _describe(event), error)
             return None, False
         except (ApiUnavailable, OSError) as error:

@@ -48,9 +48,22 @@ class SchedulerMetrics:
             buckets=[0.01 * 2**i for i in range(20)],
             registry=self.registry,
         )
+        self.events_dropped = Counter(
+            "scheduler_events_dropped",
+            "Number of Events the scheduler recorded but did not write, by reason. 'queue_full' means "
+            "the recorder's queue was full; 'rejected' means the API server refused the Event; "
+            "'retry_limit' means every try went unanswered; 'shutdown' means it was still queued "
+            "or waiting for a retry when the scheduler stopped.",
+            ["reason"],
+            registry=self.registry,
+        )
         self.leader = Gauge(
             "leader_election_master_status",
             "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 master.",
             ["name"],
             registry=self.registry,
         )
+
+    def count_dropped_events(self, reason: str, count: int) -> None:
+        """The Event recorder's report of events it did not write (``EventRecorder.on_dropped``)."""
+        self.events_dropped.labels(reason).inc(count)

@@ -331,10 +331,6 @@ class SchedulingQueue(Generic[P]):
                 async with asyncio.timeout(self._next_wake()):
                     await self._wakeup.wait()
 
-    def busy(self) -> bool:
-        """Whether a pod is ready to be scheduled or in its cycle or binding now."""
-        return bool(self._in_flight) or len(self._active) > 0
-
     def call_when_idle(self, callback: Callable[[], None]) -> None:
         """Run ``callback`` once `pop()` has no pod to hand out (soon if it is waiting now)."""
         self._idle.append(callback)

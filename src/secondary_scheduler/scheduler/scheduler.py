@@ -59,7 +59,7 @@ class Scheduler:
         self.config = config
         self.api = api
         self.metrics = metrics or SchedulerMetrics()
-        self.events = EventRecorder(events_api, yield_to=self._busy)
+        self.events = EventRecorder(events_api, on_dropped=self.metrics.count_dropped_events)
         self.pod_status = PodStatusWriter(api)
         # One handle for every profile: what plugins ask of it (informers, services, pod
         # hooks) is set up once, however many profiles use it.
@@ -172,11 +172,6 @@ class Scheduler:
         task = asyncio.create_task(coroutine, name=name)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-
-    def _busy(self) -> bool:
-        """Whether a pod is on its way to a node: ready, in its cycle or binding, or nominated
-        while its victims go (its evictions may still be in flight: ``handle.spawn``)."""
-        return self.queue.busy() or len(self.handle.nominator) > 0 or bool(self.handle.shared.tasks)
 
     def _reject_if_waiting(self, uid: str) -> None:
         """A deleted pod that a Permit plugin holds stops waiting (kube-scheduler rejects it as "removed")."""

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import copy
 import datetime
-import time
 import uuid
 from typing import Any
 
@@ -17,7 +16,6 @@ from secondary_scheduler.kube.client import ApiError, ApiUnavailable
 from secondary_scheduler.kube.events import (
     FINISH_SERIES,
     MAX_NOTE,
-    YIELD_POLL,
     EventRecorder,
     ObjectReference,
     event_name,
@@ -305,41 +303,108 @@ def test_failed_scheduling_note_is_truncated_like_kube_scheduler() -> None:
     assert rec.event(pod(), "s", "Normal", "Preempted", "Preempting", "z" * 2000)["note"] == "z" * 2000
 
 
-async def test_a_recorded_event_waits_while_its_owner_is_busy_but_not_for_long(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    longest = 0.5
-    monkeypatch.setattr(events, "YIELD_SECONDS", longest)
-    busy = [True]
-    api = FakeEventsApi()
-    rec = EventRecorder(api, yield_to=lambda: busy[0])  # type: ignore[arg-type]
+class GatedEventsApi(FakeEventsApi):
+    """Creates wait at a gate (an API server that is slow to answer), counting those in flight."""
 
-    async def sent(count: int) -> float:
-        """Seconds until ``count`` events were sent (fails after 5)."""
-        began = time.monotonic()
-        while len(api.calls) < count:
-            assert time.monotonic() - began < 5, api.calls
-            await asyncio.sleep(YIELD_POLL)
-        return time.monotonic() - began
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = asyncio.Event()
+        self.in_flight = 0
+        self.most_in_flight = 0
 
+    async def create(self, path: str, body: dict[str, Any], params: Any = None) -> dict[str, Any]:
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            await self.gate.wait()
+            return await super().create(path, body, params)
+        finally:
+            self.in_flight -= 1
+
+
+async def settle() -> None:
+    """Let every ready task run until it waits (the senders take what they can)."""
+    for _ in range(10):
+        await asyncio.sleep(0)
+
+
+async def test_senders_write_events_concurrently_but_never_more_than_their_number() -> None:
+    api = GatedEventsApi()
+    rec = EventRecorder(api, senders=4, queue_length=100)  # type: ignore[arg-type]
     rec.start()
     try:
-        rec.failed(pod(), "s", "0/3 nodes are available")
-        await asyncio.sleep(longest / 10)
-        assert api.calls == []  # a pod is on its way to a node: the event waits
-        busy[0] = False
-        await sent(1)
-
-        busy[0] = True  # busy for good: each event still goes, at most `longest` after it was recorded
-        rec.failed(pod("web-1"), "s", "0/3 nodes are available")
-        assert await sent(2) >= longest - YIELD_POLL
-        assert [call[0] for call in api.calls] == ["create", "create"]
-
-        rec.failed(pod("web-2"), "s", "0/3 nodes are available")
-        began = time.monotonic()
-    finally:
+        for i in range(10):
+            rec.scheduled(pod(f"web-{i}"), "s", "node-a")
+        await settle()
+        assert api.in_flight == 4, "four writes wait for the server at once, not one"
+        api.gate.set()
         await rec.stop()
-    assert len(api.calls) == 3 and time.monotonic() - began < longest  # stopping sends what is left at once
+    finally:
+        api.gate.set()
+    assert api.most_in_flight == 4
+    assert sorted(event["regarding"]["name"] for event in api.events()) == [f"web-{i}" for i in range(10)]
+    assert rec.dropped == {}
+
+
+async def test_a_full_queue_drops_the_new_event_counts_it_and_logs_once_in_a_while(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    api = GatedEventsApi()
+    told: list[tuple[str, int]] = []
+    rec = EventRecorder(api, senders=2, queue_length=3, on_dropped=lambda *drop: told.append(drop))  # type: ignore[arg-type]
+    rec.start()
+    try:
+        for i in range(2):
+            rec.scheduled(pod(f"sending-{i}"), "s", "node-a")
+        await settle()  # two being written, the queue empty again
+        with caplog.at_level("WARNING", logger=events.__name__):
+            for i in range(8):
+                rec.scheduled(pod(f"queued-{i}"), "s", "node-a")
+        api.gate.set()
+        await rec.stop()
+    finally:
+        api.gate.set()
+    written = sorted(event["regarding"]["name"] for event in api.events())
+    assert written == ["queued-0", "queued-1", "queued-2", "sending-0", "sending-1"], "the newest are dropped"
+    assert rec.dropped == {"queue_full": 5}
+    assert told == [("queue_full", 1)] * 5
+    [line] = [r.getMessage() for r in caplog.records if "event queue full" in r.getMessage()]
+    assert "dropped Scheduled on ns/queued-3" in line and "1 dropped for a full queue so far" in line
+
+
+async def test_stop_writes_what_is_queued_then_counts_and_logs_what_it_could_not(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    api = GatedEventsApi()
+    rec = EventRecorder(api, senders=2, queue_length=100)  # type: ignore[arg-type]
+    rec.start()
+    for i in range(5):
+        rec.scheduled(pod(f"web-{i}"), "s", "node-a")
+    await settle()
+    with caplog.at_level("WARNING", logger=events.__name__):
+        await rec.stop(drain_seconds=0.05)  # the server never answers
+    assert api.events() == []
+    assert rec.dropped == {"shutdown": 5}
+    assert any("5 events not written (5 still queued" in r.getMessage() for r in caplog.records)
+
+    api, clock = FakeEventsApi(), Clock()
+    rec = recorder(api, clock)
+    rec.start()
+    for i in range(50):
+        rec.scheduled(pod(f"web-{i}"), "s", "node-a")
+    await rec.stop()  # a server that answers: every queued event is written before the senders stop
+    assert len(api.events()) == 50 and rec.dropped == {}
+
+
+async def test_refused_events_and_events_out_of_retries_are_counted() -> None:
+    api, clock = FakeEventsApi(), Clock()
+    rec = recorder(api, clock)
+    api.failures = [ApiError(422, "Invalid", "bad note")]
+    await occur(rec, failed(rec, pod("refused")))
+    api.failures = [ApiUnavailable("down")] * 12
+    await occur(rec, failed(rec, pod("unanswered")))
+    await asyncio.gather(*rec._retries)
+    assert rec.dropped == {"rejected": 1, "retry_limit": 1}
 
 
 def test_event_names_follow_client_go() -> None:
