@@ -1,0 +1,99 @@
+"""LoadAwarePackingArgs: the metric source (shared with Trimaran) and what the plugin adds.
+
+Defaults are the ones the design argues for in docs/loadaware.md; every knob that would
+make a prediction meaningless is refused at load with the field named, not clamped.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field, ValidationInfo, field_validator, model_validator
+
+from secondary_scheduler.config.base import GoDuration, ResourceList
+from secondary_scheduler.kube.quantity import milli_value
+from secondary_scheduler.plugins.trimaran.args import TrimaranArgs
+
+DEFAULT_COMPARABLE_BY = (
+    "instancetype.kubevirt.io/instancetype",
+    "vm.kubevirt.io/flavor",
+    "kubevirt.io/size",
+)
+"""Labels, then annotations, naming a VM's instance type or flavour (KubeVirt's and common
+templates'); pods without them are compared by their controller (ReplicaSet, StatefulSet...)."""
+
+
+class LoadAwarePackingArgs(TrimaranArgs):
+    target_utilization: int = Field(70, gt=0, le=100)
+    """Percent of a node's CPU to pack to, counting its predicted peak; nodes that would cross it
+    come after every node that would not."""
+    hard_threshold: int | None = Field(None, gt=0, le=100)
+    """Filter: keep pods off nodes whose predicted peak with the pod exceeds this percent.
+    Unset (the default, as Koordinator's usageThresholds): the Filter rejects nothing."""
+    peak_percentile: float = Field(95.0, ge=50.0, lt=100.0)
+    """The percentile of a node's CPU use that is scored: mean + z * stddev of the window, and
+    the same percentile of the readings kept over peakWindow."""
+    peak_window: GoDuration = Field(900.0, gt=0)
+    """How long each node's readings are kept for the percentile (default 15m)."""
+    metrics_lag: GoDuration = Field(30.0, ge=0)
+    """How long after binding a pod's use starts to show in the source (scrape + rule interval)."""
+    comparable_by: list[str] = Field(default_factory=lambda: list(DEFAULT_COMPARABLE_BY))
+    """Label or annotation keys whose value names a pod's class (instance type, flavour); pods of
+    one class are expected to use alike. The controller owner is tried after them."""
+    default_usage_factor: float = Field(1.5, gt=0)
+    """CPU use per requested CPU before anything is learned (TargetLoadPacking's default
+    multiplier); a pod with a CPU limit is predicted at most its limit."""
+    default_requests: ResourceList = Field(default_factory=lambda: {"cpu": "1000m"})
+    """The CPU predicted for a pod that requests none (only cpu is read)."""
+    learning_rate: float = Field(0.3, gt=0, le=1)
+    """Weight of each new observation of a class's use per request (exponential average)."""
+    burst_window: GoDuration = Field(30.0, ge=0)
+    """Pods placed this recently get burstMargin on top of their estimate: the queue is placing
+    their like right now and nothing about them has been measured."""
+    burst_margin: float = Field(0.2, ge=0, le=5)
+    seasonal: bool = True
+    """Remember each node's hourly use by hour of day and of week, and add the rise the next
+    seasonalHorizon held in the previous days (weeks)."""
+    seasonal_horizon: GoDuration = Field(7200.0, gt=0, le=86400.0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_parity(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("parityMode") is True:
+            raise ValueError(
+                "parityMode: true has no meaning for LoadAwarePacking (it has no upstream to match): "
+                "remove it, or use TargetLoadPacking for upstream's behaviour"
+            )
+        return data
+
+    @field_validator("comparable_by")
+    @classmethod
+    def _keys(cls, value: list[str], info: ValidationInfo) -> list[str]:
+        empty = [key for key in value if not key.strip()]
+        if empty:
+            raise ValueError(
+                "comparableBy has an empty key: list label or annotation keys, e.g. kubevirt.io/size"
+            )
+        return value
+
+    @field_validator("default_requests")
+    @classmethod
+    def _cpu(cls, value: dict[str, str]) -> dict[str, str]:
+        if set(value) - {"cpu"}:
+            raise ValueError(
+                f"only cpu is read from defaultRequests, got {sorted(value)}: remove the other resources"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _threshold_above_target(self) -> LoadAwarePackingArgs:
+        if self.hard_threshold is not None and self.hard_threshold < self.target_utilization:
+            raise ValueError(
+                f"hardThreshold {self.hard_threshold} is below targetUtilization {self.target_utilization}: "
+                "the Filter would reject nodes the score packs towards; set it at or above the target"
+            )
+        return self
+
+    @property
+    def default_cpu_millis(self) -> int:
+        return milli_value(self.default_requests.get("cpu", 0))

@@ -1,0 +1,255 @@
+"""Pods bound since the metrics window began, counted until the metrics show all of their use.
+
+Trimaran's TargetLoadPacking counts a pod only within 60 s of the window's end, yet a
+15-minute average shows a pod bound 2 minutes ago at 2/15 of its use: a gap of 13/15.
+LoadVariationRiskBalancing and LowRiskOverCommitment count no such pod at all. Here a pod
+placed on a node (bound by anyone, or assumed by this scheduler: the NodeTable sees them
+all) counts with the share of its use the window cannot hold yet:
+
+    missing = estimate * (1 - visible), visible = clamp((end - (bound + lag)) / (end - start), 0, 1)
+
+A pod bound before the window (plus the source's lag) is entirely in the mean and leaves this
+index; one bound after its end is entirely missing; in between, the mean holds the share it
+was running for and only the rest is added: no gap, and no double count.
+
+The index is a NodeTable ``PodIndex``, so it follows binds, deletions and evictions as the
+table does; its rows are numpy arrays (slot, bind time, class, request, limit) so that a
+cycle sums every node's missing use with one ``bincount``.
+
+It also runs the learning behind the estimator: the first pod placed on a node with no
+open group starts one with the node's current mean as baseline; once every pod of the group
+is fully visible, the node's rise over the baseline is what they use.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import numpy as np
+
+from secondary_scheduler.framework.aliases import BoolArray, FloatArray, IntArray
+from secondary_scheduler.framework.nodetable import NodeTable
+from secondary_scheduler.framework.podinfo import PodInfo
+from secondary_scheduler.plugins.loadawarepacking.estimator import PodShape, UsageEstimator
+from secondary_scheduler.plugins.trimaran.recentlyscheduled import scheduled_at
+
+log = logging.getLogger(__name__)
+
+MIN_LEARNING_SHARE = 0.01
+"""A group whose predicted use is below this share of the node's capacity teaches nothing: its
+step is lost in the node's noise."""
+
+
+@dataclass(frozen=True)
+class Window:
+    """The metrics window the node means were measured over (Unix seconds)."""
+
+    start: float
+    end: float
+
+
+@dataclass
+class Group:
+    """Pods placed on one node since its baseline reading, for learning what they use."""
+
+    baseline_millis: float
+    members: list[PodShape] = field(default_factory=list)
+    keys: set[str] = field(default_factory=set)
+    disturbed: bool = False
+    """A pod left the node meanwhile: the node's step no longer measures the members alone."""
+
+
+def bound_time(pod: PodInfo, now: float) -> float:
+    """When the pod started running on its node, as well as the pod tells.
+
+    The PodScheduled condition's time (set by the API server at binding); a pod assumed by this
+    scheduler and not bound yet has none and is stamped now; a pod created with nodeName (by
+    another scheduler or a controller) has none either and started when it was created.
+    """
+    stamp = scheduled_at(pod.obj)
+    if stamp is not None:
+        return stamp
+    if not pod.node_name:
+        return now
+    created = pod.creation_timestamp
+    if created:
+        try:
+            return datetime.fromisoformat(created).timestamp()
+        except ValueError:
+            pass
+    return now
+
+
+class InFlightPods:
+    """The NodeTable index of pods whose use the metrics do not fully show yet."""
+
+    def __init__(
+        self,
+        table: NodeTable,
+        estimator: UsageEstimator,
+        clock: Callable[[], float],
+        baseline_of: Callable[[int], float | None],
+    ) -> None:
+        """``baseline_of(slot)``: the node's latest measured mean in millicores (None if unknown)."""
+        self.table = table
+        self.estimator = estimator
+        self.clock = clock
+        self.baseline_of = baseline_of
+        self._rows: dict[str, int] = {}
+        self._stamps: dict[str, float] = {}
+        """Pod key -> bind time, kept across a remove and re-add (assumed, then bound; dry runs)."""
+        size = 64
+        self.slot: IntArray = np.zeros(size, dtype=np.int64)
+        self.bound_at: FloatArray = np.zeros(size)
+        self.class_id: IntArray = np.zeros(size, dtype=np.int64)
+        self.request: FloatArray = np.zeros(size)
+        self.limit: FloatArray = np.zeros(size)
+        self.alive: BoolArray = np.zeros(size, dtype=np.bool_)
+        self._used = 0
+        self.window = Window(0.0, 0.0)
+        self.groups: dict[int, Group] = {}
+        for pod, slot in table.all_pods():
+            self.pod_placed(slot, pod, {})
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    # -- PodIndex ---------------------------------------------------------------------------
+
+    def pod_placed(self, slot: int, pod: PodInfo, labels: Mapping[str, str]) -> None:
+        now = self.clock()
+        bound = self._stamps.get(pod.key)
+        if bound is None:
+            bound = self._stamps[pod.key] = bound_time(pod, now)
+        if self._settled(bound):
+            self._stamps.pop(pod.key, None)
+            return
+        shape = self.estimator.shape(pod)
+        previous = self._rows.pop(pod.key, None)
+        if previous is not None:
+            self.alive[previous] = False
+        row = self._take_row()
+        self.slot[row], self.bound_at[row], self.class_id[row] = slot, bound, shape.class_id
+        self.request[row], self.limit[row], self.alive[row] = shape.request_millis, shape.limit_millis, True
+        self._rows[pod.key] = row
+        self._join_group(slot, pod.key, shape)
+
+    def pod_removed(self, slot: int, pod: PodInfo, labels: Mapping[str, str]) -> None:
+        row = self._rows.pop(pod.key, None)
+        if row is not None:
+            self.alive[row] = False
+        group = self.groups.get(slot)
+        if group is not None:
+            group.disturbed = True
+
+    # -- per cycle ---------------------------------------------------------------------------
+
+    def missing(self, now: float, burst_window: float, burst_margin: float) -> tuple[FloatArray, FloatArray]:
+        """Per table slot: millicores of in-flight pods not yet in the window, and the burst margin
+        of those placed in the last ``burst_window`` seconds."""
+        used = self._used
+        alive = self.alive[:used]
+        estimate = self.estimator.estimate(self.class_id[:used], self.request[:used], self.limit[:used])
+        share = 1.0 - self.visible_share(self.bound_at[:used])
+        weights = np.where(alive, estimate * share, 0.0)
+        recent = alive & (now - self.bound_at[:used] < burst_window)
+        margin = np.where(recent, estimate * burst_margin, 0.0)
+        size = self.table.capacity
+        slots = self.slot[:used]
+        return (
+            np.bincount(slots, weights=weights, minlength=size)[:size].astype(np.float64),
+            np.bincount(slots, weights=margin, minlength=size)[:size].astype(np.float64),
+        )
+
+    def visible_share(self, bound_at: FloatArray) -> FloatArray:
+        """The share of each pod's use the current window's mean holds."""
+        lag = self.estimator.args.metrics_lag
+        start, end = self.window.start, self.window.end
+        span = max(end - start, 1e-9)
+        return np.clip((end - (bound_at + lag)) / span, 0.0, 1.0)
+
+    # -- per snapshot ------------------------------------------------------------------------
+
+    def new_window(self, window: Window, means: FloatArray, measured: BoolArray, capacity: FloatArray) -> int:
+        """A new snapshot: drop pods now wholly in the mean, and learn from groups that completed.
+
+        ``means``, ``measured`` and ``capacity`` are per table slot (millicores). Returns how
+        many groups taught the estimator.
+        """
+        self.window = window
+        used = self._used
+        visible = self.visible_share(self.bound_at[:used])
+        done = self.alive[:used] & (visible >= 1.0)
+        pending_slots = set(self.slot[:used][self.alive[:used] & ~done].tolist())
+        for key, row in [(key, row) for key, row in self._rows.items() if done[row]]:
+            del self._rows[key]
+            self._stamps.pop(key, None)
+            self.alive[row] = False
+        lessons = 0
+        for slot in [slot for slot in self.groups if slot not in pending_slots]:
+            group = self.groups.pop(slot)
+            if group.disturbed or slot >= len(measured) or not measured[slot]:
+                continue
+            predicted = sum(self.estimator.estimate_one(shape) for shape in group.members)
+            if predicted < MIN_LEARNING_SHARE * capacity[slot]:
+                continue
+            self.estimator.learn(group.members, float(means[slot]) - group.baseline_millis)
+            lessons += 1
+        self._compact()
+        self._forget_old_stamps()
+        return lessons
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _settled(self, bound: float) -> bool:
+        return self.window.end > 0 and bound + self.estimator.args.metrics_lag <= self.window.start
+
+    def _join_group(self, slot: int, key: str, shape: PodShape) -> None:
+        group = self.groups.get(slot)
+        if group is None:
+            baseline = self.baseline_of(slot)
+            if baseline is None:
+                return
+            group = self.groups[slot] = Group(baseline)
+        if key not in group.keys:
+            group.keys.add(key)
+            group.members.append(shape)
+
+    def _take_row(self) -> int:
+        if self._used == len(self.alive):
+            self._compact()
+            if self._used >= len(self.alive) // 2:
+                self._grow(2 * len(self.alive))
+        row = self._used
+        self._used += 1
+        return row
+
+    def _grow(self, size: int) -> None:
+        def grown(array: np.ndarray) -> np.ndarray:
+            bigger = np.zeros(size, dtype=array.dtype)
+            bigger[: len(array)] = array
+            return bigger
+
+        self.slot, self.bound_at, self.class_id = grown(self.slot), grown(self.bound_at), grown(self.class_id)
+        self.request, self.limit, self.alive = grown(self.request), grown(self.limit), grown(self.alive)
+
+    def _compact(self) -> None:
+        """Move the live rows to the front (rows of removed pods are only marked dead)."""
+        used = self._used
+        if used == len(self._rows):
+            return
+        keep = np.flatnonzero(self.alive[:used])
+        new_row = {int(old): new for new, old in enumerate(keep.tolist())}
+        for array in (self.slot, self.bound_at, self.class_id, self.request, self.limit, self.alive):
+            array[: len(keep)] = array[keep]
+        self.alive[len(keep) : used] = False
+        self._rows = {key: new_row[row] for key, row in self._rows.items()}
+        self._used = len(keep)
+
+    def _forget_old_stamps(self) -> None:
+        """Stamps of pods no longer placed and bound before the window are of no use any more."""
+        if len(self._stamps) > 2 * len(self._rows) + 1024:
+            self._stamps = {key: stamp for key, stamp in self._stamps.items() if key in self._rows}

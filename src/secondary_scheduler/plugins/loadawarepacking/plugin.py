@@ -1,0 +1,233 @@
+"""LoadAwarePacking as a framework Score and Filter plugin over the NodeTable.
+
+Per cycle it only gathers arrays: the window peaks and seasonal rises are recomputed once
+per snapshot (at the first cycle that sees it), the in-flight pods are a NodeTable index
+summed with one ``bincount``, and the pod's estimate is one lookup. See ``scoring`` for the
+shape of the score and docs/loadaware.md for why each part is there.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from secondary_scheduler.framework.aliases import BoolArray, FloatArray, IntArray, Slots
+from secondary_scheduler.framework.events import NODE, POD, ActionType, ClusterEvent, ClusterEventWithHint
+from secondary_scheduler.framework.handle import Handle
+from secondary_scheduler.framework.interface import CycleState, FilterPlugin, Rejection, ScorePlugin
+from secondary_scheduler.framework.nodetable import NodeTable
+from secondary_scheduler.framework.podinfo import PodInfo
+from secondary_scheduler.framework.resources import CPU_COLUMN
+from secondary_scheduler.plugins.loadawarepacking.args import LoadAwarePackingArgs
+from secondary_scheduler.plugins.loadawarepacking.estimator import UsageEstimator
+from secondary_scheduler.plugins.loadawarepacking.history import NodeHistory
+from secondary_scheduler.plugins.loadawarepacking.inflight import InFlightPods, Window
+from secondary_scheduler.plugins.loadawarepacking.notes import LoadAwareNote
+from secondary_scheduler.plugins.loadawarepacking.scoring import (
+    over_threshold,
+    predicted_percent,
+    score_predicted,
+)
+from secondary_scheduler.plugins.loadawarepacking.telemetry import (
+    NO_METRICS_ESTIMATED,
+    NO_METRICS_UNSCORED,
+    STALE_HELD,
+    LoadAwareTelemetry,
+)
+from secondary_scheduler.plugins.trimaran.collector import Snapshot
+from secondary_scheduler.plugins.trimaran.nodeusage import NodeUsage
+from secondary_scheduler.plugins.trimaran.pluginbase import TrimaranPlugin
+from secondary_scheduler.plugins.trimaran.targetloadpacking.plugin import CapacityColumn
+
+log = logging.getLogger(__name__)
+
+_SHOWN = 8
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """One cycle's prediction for some nodes (aligned with them) and what it rested on."""
+
+    percent: FloatArray
+    unscored: BoolArray
+    """Nodes without a reading and no fallback: scored 0, never filtered."""
+    note: LoadAwareNote
+
+
+class LoadAwarePacking(TrimaranPlugin, ScorePlugin, FilterPlugin):
+    name: ClassVar[str] = "LoadAwarePacking"
+    args_model = LoadAwarePackingArgs
+
+    def __init__(self, args: LoadAwarePackingArgs, handle: Handle) -> None:
+        super().__init__(args, handle)
+        self.args = args
+        self.clock = self.view.collector.clock
+        self.telemetry = LoadAwareTelemetry.of(handle)
+        self.estimator = UsageEstimator(args)
+        self.history = NodeHistory(
+            args.peak_percentile, args.peak_window, args.seasonal, args.seasonal_horizon
+        )
+        self._capacity = CapacityColumn()
+        self._capacity_at_record: FloatArray = np.zeros(0)
+        self._recorded: Snapshot | None = None
+        self._index_name = f"loadawarepacking/{id(self)}"
+        self._warned_stale = False
+
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        """The Filter's rejections are undone by load leaving a node (a pod going) or a node coming."""
+        return (
+            ClusterEventWithHint(ClusterEvent(POD, ActionType.DELETE)),
+            ClusterEventWithHint(ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE)),
+        )
+
+    # -- extension points ---------------------------------------------------------------------
+
+    def filter(self, state: CycleState, pod: PodInfo, table: NodeTable, candidates: Slots) -> list[Rejection]:
+        threshold = self.args.hard_threshold
+        if threshold is None:
+            return []
+        prediction = self.predict(pod, table, candidates)
+        rejected = over_threshold(prediction.percent, threshold) & ~prediction.unscored
+        if not rejected.any():
+            return []
+        reason = f"node(s) would exceed the CPU hardThreshold ({threshold}%) of {self.name}"
+        return [Rejection(rejected, reason)]
+
+    def score(self, state: CycleState, pod: PodInfo, table: NodeTable, nodes: Slots) -> IntArray:
+        prediction = self.predict(pod, table, nodes)
+        scores = score_predicted(prediction.percent, float(self.args.target_utilization))
+        state.add_note(prediction.note)
+        return np.where(prediction.unscored, 0, scores).astype(np.int64)
+
+    # -- the prediction -----------------------------------------------------------------------
+
+    def predict(self, pod: PodInfo, table: NodeTable, nodes: Slots) -> Prediction:
+        """Each node's predicted CPU peak (percent of capacity) with ``pod`` on it."""
+        usage = self.usage(table, nodes)
+        self._record(table, usage)
+        inflight = table.index(self._index_name, self._build_inflight)
+        now = self.clock()
+        capacity = self._capacity.of(table)[nodes].astype(np.float64)
+        peak, rise, measured = self.history.gather(nodes)
+        missing_all, margin_all = inflight.missing(now, self.args.burst_window, self.args.burst_margin)
+        missing, margin = missing_all[nodes], margin_all[nodes]
+        shape = self.estimator.shape(pod)
+        pod_millis = self.estimator.estimate_one(shape)
+        unmeasured = ~measured
+        unscored = np.zeros(len(nodes), dtype=np.bool_)
+        if unmeasured.any():
+            if self.policy.fallback:
+                # Requests already hold every pod on the node, in flight or not.
+                peak = np.where(unmeasured, self._from_requests(table, nodes, capacity), peak)
+                missing = np.where(unmeasured, 0.0, missing)
+                rise = np.where(unmeasured, 0.0, rise)
+            else:
+                unscored = unmeasured
+        percent = predicted_percent(capacity, peak, rise, missing + margin + pod_millis)
+        note = self._note(usage, table, nodes, pod_millis, shape, unmeasured, unscored, missing, rise)
+        self._count(usage, unmeasured, unscored, len(inflight))
+        return Prediction(percent, unscored, note)
+
+    def _from_requests(self, table: NodeTable, nodes: Slots, capacity: FloatArray) -> FloatArray:
+        """Load of nodes without a reading: their pods' CPU requests x the learned use per request."""
+        factor = self.estimator.global_ratio or self.args.default_usage_factor
+        requested = table.requested[nodes, CPU_COLUMN].astype(np.float64) * factor
+        return np.where(capacity > 0, 100.0 * requested / np.where(capacity > 0, capacity, 1.0), 0.0)
+
+    def _build_inflight(self, table: NodeTable) -> InFlightPods:
+        return InFlightPods(table, self.estimator, self.clock, self._baseline)
+
+    def _baseline(self, slot: int) -> float | None:
+        """The node's latest measured mean in millicores, the baseline a new learning group starts from."""
+        history = self.history
+        if slot >= len(history.measured) or not history.measured[slot]:
+            return None
+        return float(history.mean[slot] * self._capacity_at_record[slot] / 100.0)
+
+    def _record(self, table: NodeTable, usage: NodeUsage) -> None:
+        """Take in a new trusted snapshot once: every node's reading, then retire and learn in-flight pods."""
+        snapshot = usage.snapshot
+        if snapshot is None or snapshot is self._recorded:
+            return
+        self._recorded = snapshot
+        active = table.active_slots()
+        whole = self.view.usage(table, active, self.policy)
+        size = table.capacity
+        avg, stdev, valid = np.zeros(size), np.zeros(size), np.zeros(size, dtype=np.bool_)
+        avg[active], stdev[active], valid[active] = whole.cpu.avg, whole.cpu.stdev, whole.cpu.valid
+        now = snapshot.taken_at
+        self.history.record(table, now, avg, stdev, valid)
+        capacity = self._capacity.of(table).astype(np.float64)
+        self._capacity_at_record = capacity
+        window = snapshot.metrics.window
+        start = float(window.start) if window.end > window.start else now - self.args.peak_window
+        end = float(window.end) if window.end > window.start else now
+        inflight = table.index(self._index_name, self._build_inflight)
+        lessons = inflight.new_window(Window(start, end), avg * capacity / 100.0, valid, capacity)
+        if lessons:
+            self.telemetry.lessons.labels(self.name).inc(lessons)
+        learned = self.estimator.ratios()
+        self.telemetry.learned_classes.labels(self.name).set(int((~np.isnan(learned)).sum()))
+
+    def _note(
+        self,
+        usage: NodeUsage,
+        table: NodeTable,
+        nodes: Slots,
+        pod_millis: float,
+        shape: object,
+        unmeasured: BoolArray,
+        unscored: BoolArray,
+        missing: FloatArray,
+        rise: FloatArray,
+    ) -> LoadAwareNote:
+        estimated = unmeasured & ~unscored
+        metrics = usage.note(self.name, table, nodes, {"cpu": estimated}, unscored)
+        held = None
+        if usage.stale and self.history.known:
+            held = max(0.0, self.clock() - self.history.taken_at)
+            if not self._warned_stale:
+                log.warning(
+                    "%s: metrics from %s are stale; holding each node's last peak and counting every pod "
+                    "bound since in full until a fetch succeeds",
+                    self.name,
+                    usage.source,
+                )
+                self._warned_stale = True
+        elif not usage.stale:
+            self._warned_stale = False
+        names = table.names
+        return LoadAwareNote(
+            plugin=self.name,
+            metrics=metrics,
+            pod_millis=pod_millis,
+            how_estimated=self.estimator.describe(shape),  # type: ignore[arg-type]
+            held_for_seconds=held,
+            estimated=tuple(names[slot] for slot in nodes[estimated][: _SHOWN + 1].tolist()),
+            unscored=tuple(names[slot] for slot in nodes[unscored][: _SHOWN + 1].tolist()),
+            inflight={names[nodes[i]]: int(missing[i]) for i in _largest(missing)},
+            seasonal={names[nodes[i]]: float(rise[i]) for i in _largest(rise)},
+        )
+
+    def _count(self, usage: NodeUsage, unmeasured: BoolArray, unscored: BoolArray, inflight: int) -> None:
+        gauge = self.telemetry.degraded_nodes
+        stale = len(unmeasured) - int(unmeasured.sum()) if usage.stale else 0
+        gauge.labels(self.name, STALE_HELD).set(stale)
+        gauge.labels(self.name, NO_METRICS_ESTIMATED).set(int((unmeasured & ~unscored).sum()))
+        gauge.labels(self.name, NO_METRICS_UNSCORED).set(int(unscored.sum()))
+        self.telemetry.inflight_pods.labels(self.name).set(inflight)
+        estimated = int(unmeasured.sum()) - int(unscored.sum())
+        if estimated:
+            self.services.telemetry.estimated_scores.labels(self.name, usage.source).inc(estimated)
+
+
+def _largest(values: FloatArray) -> list[int]:
+    """Indices of the few largest positive values (what a note shows), largest first."""
+    positive = np.flatnonzero(values > 0.5)
+    if len(positive) > _SHOWN:
+        positive = positive[np.argpartition(-values[positive], _SHOWN)[:_SHOWN]]
+    return sorted(positive.tolist(), key=lambda i: -values[i])

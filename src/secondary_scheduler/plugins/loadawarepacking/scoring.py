@@ -1,0 +1,46 @@
+"""LoadAwarePacking's maths, vectorised over nodes: the predicted peak, the score, the filter.
+
+A node's predicted CPU, in percent of its capacity, once the pod runs there:
+
+    peak (window percentile) + seasonal rise + 100 * (in-flight missing + burst margin + pod) / capacity
+
+Score: pack towards the target without crossing it. Every node that stays at or under the
+target scores 50-100, rising with the predicted load (the fullest node that still fits wins,
+so fewer nodes are in use); every node that would cross it scores 0-49, falling with the
+load (if all are hot, the least hot). TargetLoadPacking's curve gives a node just over the
+target about what it gives an empty one (70 at 70 %, with target 70), so a burst lands over
+the target as readily as on a fresh node; here crossing always loses to fitting.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from secondary_scheduler.framework.aliases import BoolArray, FloatArray, IntArray
+from secondary_scheduler.plugins.trimaran.resourcestats import safe_divide, to_scores
+
+FITS_FLOOR = 50.0
+"""The lowest score of a node that stays under the target; crossing nodes score below it."""
+
+
+def predicted_percent(
+    capacity_millis: FloatArray,
+    peak_percent: FloatArray,
+    rise_percent: FloatArray,
+    added_millis: FloatArray,
+) -> FloatArray:
+    """Each node's predicted peak CPU in percent; ``added_millis``: in-flight, margin and the pod."""
+    added = safe_divide(100.0 * added_millis, capacity_millis, capacity_millis > 0)
+    return np.where(capacity_millis > 0, peak_percent + rise_percent + added, 100.0 + added)
+
+
+def score_predicted(predicted: FloatArray, target: float) -> IntArray:
+    """50-100 rising to the target for nodes that stay under it, 49-0 falling beyond it."""
+    under = FITS_FLOOR + (100.0 - FITS_FLOOR) * np.clip(predicted, 0.0, None) / target
+    over = (FITS_FLOOR - 1.0) * np.clip(100.0 - predicted, 0.0, None) / max(100.0 - target, 1e-9)
+    return to_scores(np.where(predicted <= target, under, np.minimum(over, FITS_FLOOR - 1.0)))
+
+
+def over_threshold(predicted: FloatArray, threshold: float) -> BoolArray:
+    """The Filter's test: nodes whose predicted peak with the pod exceeds the hard threshold."""
+    return predicted > threshold

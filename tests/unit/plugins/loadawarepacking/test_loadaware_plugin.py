@@ -1,0 +1,202 @@
+"""LoadAwarePacking in memory: estimation, in-flight accounting, peaks, packing, the filter, and
+what it does when the metrics are stale or missing."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from pydantic import ValidationError
+from tests.unit.plugins.loadawarepacking.world import CORES, PROMETHEUS, START, World, vm
+
+from secondary_scheduler.framework.args import validated_args
+from secondary_scheduler.plugins.loadawarepacking.plugin import LoadAwarePacking
+from secondary_scheduler.plugins.registry import in_tree_registry
+
+CAPACITY = CORES * 1000
+
+
+def test_it_is_registered_in_tree() -> None:
+    assert in_tree_registry()["LoadAwarePacking"] is LoadAwarePacking
+
+
+def test_args_refuse_what_would_make_the_prediction_meaningless() -> None:
+    with pytest.raises(ValidationError, match="parityMode"):
+        validated_args(LoadAwarePacking, {**PROMETHEUS, "parityMode": True})
+    with pytest.raises(ValidationError, match="hardThreshold 60 is below targetUtilization 70"):
+        validated_args(LoadAwarePacking, {**PROMETHEUS, "hardThreshold": 60})
+    with pytest.raises(ValidationError, match="only cpu"):
+        validated_args(LoadAwarePacking, {**PROMETHEUS, "defaultRequests": {"memory": "1Gi"}})
+    args = validated_args(LoadAwarePacking, PROMETHEUS)
+    assert (args.target_utilization, args.hard_threshold, args.peak_percentile) == (70, None, 95.0)
+
+
+async def test_a_class_is_learned_from_the_step_its_pods_make_on_a_node() -> None:
+    world = World({"a": CORES, "b": CORES})
+    world.cpu = {"a": (10.0, 0.0), "b": (10.0, 0.0)}
+    await world.refresh()
+    # Nothing learned: a VM with a CPU limit is predicted at its limit, one without at request x 1.5.
+    _, note = world.score(vm("x", limit="1"))
+    assert note.pod_millis == 1000 and "its CPU limit" in note.how_estimated
+    _, note = world.score(vm("y"))
+    assert note.pod_millis == pytest.approx(150)
+    # Two small VMs start on a; each really uses 700m (7x its request).
+    world.now += 60
+    world.place(vm("s1", node_name="a", bound_at=world.now), "a")
+    world.place(vm("s2", node_name="a", bound_at=world.now), "a")
+    world.score(vm("z"))  # the cycle that opens a's learning group (baseline 10 %)
+    world.now += 900 + 60  # a whole window later, both are wholly in the mean
+    world.cpu["a"] = (10.0 + 100 * 1400 / CAPACITY, 0.0)
+    await world.refresh()
+    _, note = world.score(vm("s3"))
+    assert note.pod_millis == pytest.approx(700)
+    assert "learned" in note.how_estimated
+    # An unseen flavour takes the mean of the learned classes, capped at its limit.
+    _, note = world.score(vm("m1", flavor="medium", request="200m"))
+    assert note.pod_millis == pytest.approx(1400)
+    _, note = world.score(vm("m2", flavor="medium", request="200m", limit="1"))
+    assert note.pod_millis == pytest.approx(1000)
+    assert world.gauge("secsched_loadaware_lessons_total", profile_plugin="LoadAwarePacking") == 1
+
+
+async def test_pods_bound_since_the_window_began_count_by_the_share_the_mean_lacks() -> None:
+    world = World({"a": CORES})
+    world.cpu = {"a": (0.0, 0.0)}
+    await world.refresh()  # window [START - 900, START]
+    lag = world.plugin.args.metrics_lag
+    pod_millis = 1600  # 10 % of a node: a VM with a 1600m limit
+    empty = world.predicted(vm("probe", limit="1600m", request="1600m"))["a"]
+    assert empty == pytest.approx(10.0)
+    # Bound before the window (and the lag): wholly in the mean, not added again.
+    world.place(vm("old", node_name="a", bound_at=START - 900 - lag - 1, limit="1600m", request="1600m"), "a")
+    assert world.predicted(vm("probe", limit="1600m", request="1600m"))["a"] == pytest.approx(10.0)
+    # Bound mid-window: the mean holds half of it, so half is added.
+    world.place(vm("mid", node_name="a", bound_at=START - 450 - lag, limit="1600m", request="1600m"), "a")
+    assert world.predicted(vm("probe", limit="1600m", request="1600m"))["a"] == pytest.approx(15.0)
+    # Assumed by this scheduler just now (no binding yet), then bound: counted once, in full.
+    world.now += 5
+    assumed = vm("new", limit="1600m", request="1600m")
+    world.place(assumed, "a")
+    with_new = world.predicted(vm("probe", limit="1600m", request="1600m"))["a"]
+    margin = world.plugin.args.burst_margin * 10.0
+    assert with_new == pytest.approx(25.0 + margin)
+    world.table.remove_pod("vms/new")
+    world.place(vm("new", node_name="a", bound_at=world.now + 1, limit="1600m", request="1600m"), "a")
+    assert world.predicted(vm("probe", limit="1600m", request="1600m"))["a"] == pytest.approx(with_new)
+    # Another scheduler's pod (created with nodeName, no PodScheduled condition) counts too.
+    world.place(vm("other", node_name="a", created_at=world.now, limit="1600m", request="1600m"), "a")
+    assert world.predicted(vm("probe", limit="1600m", request="1600m"))["a"] == pytest.approx(
+        with_new + 10.0 + margin
+    )
+    # Once the metrics window has moved past them, they are in the mean and leave the index.
+    world.now += 900 + lag + 60
+    world.cpu["a"] = (40.0, 0.0)
+    await world.refresh()
+    assert world.predicted(vm("probe", limit="1600m", request="1600m"))["a"] == pytest.approx(
+        40.0 + pod_millis * 100 / CAPACITY
+    )
+
+
+async def test_the_score_reads_a_peak_not_the_mean() -> None:
+    world = World({"steady": CORES, "spiky": CORES})
+    world.cpu = {"steady": (55.0, 0.0), "spiky": (50.0, 10.0)}
+    await world.refresh()
+    predicted = world.predicted(vm("p", limit="800m"))
+    # 95th percentile: mean + 1.645 stddev.
+    assert predicted["spiky"] == pytest.approx(50 + 16.45 + 5, abs=0.01)
+    assert predicted["steady"] == pytest.approx(60.0)
+    scores, _ = world.score(vm("p", limit="800m"))
+    assert scores["steady"] > scores["spiky"]  # lower mean, but its peaks cross the target
+    # A spike seen one snapshot ago is still in the window's percentile at the next.
+    world.now += 30
+    world.cpu["spiky"] = (50.0, 0.0)
+    await world.refresh()
+    assert world.predicted(vm("p", limit="800m"))["spiky"] > 60
+
+
+async def test_it_packs_towards_the_target_without_crossing_it() -> None:
+    world = World({"cold": CORES, "warm": CORES, "near": CORES, "hot": CORES})
+    world.cpu = {"cold": (20.0, 0.0), "warm": (55.0, 0.0), "near": (68.0, 0.0), "hot": (95.0, 0.0)}
+    await world.refresh()
+    scores, _ = world.score(vm("p", limit="800m"))  # +5 %
+    assert max(scores, key=scores.__getitem__) == "warm"  # fullest node that stays under 70 %
+    assert scores["near"] < 50 <= scores["cold"]  # crossing always loses to fitting
+    assert scores["hot"] < scores["near"]  # among hot nodes, the least hot
+    # A burst: each VM placed counts at once, so the 4th goes elsewhere rather than over the target.
+    chosen = []
+    for index in range(4):
+        scores, _ = world.score(vm(f"b{index}", limit="800m"))
+        best = max(scores, key=scores.__getitem__)
+        chosen.append(best)
+        world.place(vm(f"b{index}", limit="800m"), best)
+    predicted = world.predicted(vm("probe", request="0", limit="0"))
+    assert all(predicted[n] <= 70 for n in set(chosen)), (chosen, predicted)
+    assert chosen[:2] == ["warm", "warm"]
+
+
+async def test_the_filter_is_off_by_default_and_keeps_pods_under_the_hard_threshold() -> None:
+    import numpy as np
+
+    from secondary_scheduler.framework import CycleState, PodInfo
+
+    for args, rejected in (({}, set()), ({"hardThreshold": 80}, {"hot"})):
+        world = World({"ok": CORES, "hot": CORES}, args)
+        world.cpu = {"ok": (50.0, 0.0), "hot": (78.0, 0.0)}
+        await world.refresh()
+        slots = np.array([world.table.slot_of("ok"), world.table.slot_of("hot")], dtype=np.intp)
+        found = world.plugin.filter(CycleState(), PodInfo.from_pod(vm("p", limit="800m")), world.table, slots)
+        names = {name for r in found for name, out in zip(("ok", "hot"), r.mask.tolist(), strict=True) if out}
+        assert names == rejected
+        assert all("hardThreshold (80%)" in r.reason for r in found)
+
+
+async def test_stale_metrics_hold_the_last_peaks_and_say_so(caplog: pytest.LogCaptureFixture) -> None:
+    world = World({"a": CORES, "b": CORES}, {"metricsStalenessLimit": "2m"})
+    world.cpu = {"a": (30.0, 0.0), "b": (60.0, 0.0)}
+    await world.refresh()
+    fresh, note = world.score(vm("p", limit="800m"))
+    assert note.held_for_seconds is None
+    world.down = True
+    world.now += 600
+    assert not await world.refresh()
+    world.place(vm("q", node_name="a", bound_at=world.now - 10, limit="3200m"), "a")
+    with caplog.at_level(logging.WARNING):
+        scores, note = world.score(vm("p", limit="800m"))
+    assert note.held_for_seconds == pytest.approx(600)
+    assert any("stale" in line for line in note.lines())
+    assert "stale" in caplog.text
+    # Not zeros: the last peaks, plus the pod bound since in full, with the burst margin as it was
+    # placed within burstWindow (a: 30 + 20 + 0.2 x 20 + 5 %).
+    assert world.predicted(vm("p", limit="800m"))["a"] == pytest.approx(59.0)
+    assert scores["b"] == fresh["b"] and scores["a"] != fresh["a"]
+    labels = {"profile_plugin": "LoadAwarePacking", "reason": "stale-held"}
+    assert world.gauge("secsched_loadaware_degraded_nodes", **labels) == 2
+
+
+async def test_a_node_without_metrics_is_estimated_from_its_requests_visibly() -> None:
+    world = World({"a": CORES, "silent": CORES})
+    world.cpu = {"a": (30.0, 0.0)}
+    world.place(vm("s1", node_name="silent", bound_at=START - 5000, request="1600m"), "silent")
+    await world.refresh()
+    predicted = world.predicted(vm("p", limit="800m"))
+    assert predicted["silent"] == pytest.approx(100 * 1600 * 1.5 / CAPACITY + 5)
+    _, note = world.score(vm("p", limit="800m"))
+    assert note.estimated == ("silent",)
+    assert any("no CPU reading, load from requests" in line for line in note.lines())
+    labels = {"profile_plugin": "LoadAwarePacking"}
+    assert world.gauge("secsched_loadaware_degraded_nodes", **labels, reason="no-metrics-estimated") == 1
+    # fallbackToRequests: false scores it 0, and says so.
+    strict = World({"a": CORES, "silent": CORES}, {"fallbackToRequests": False})
+    strict.cpu = {"a": (30.0, 0.0)}
+    await strict.refresh()
+    scores, note = strict.score(vm("p", limit="800m"))
+    assert scores["silent"] == 0 and note.unscored == ("silent",)
+    assert strict.gauge("secsched_loadaware_degraded_nodes", **labels, reason="no-metrics-unscored") == 1
+
+
+async def test_before_any_snapshot_every_node_is_estimated_not_zero() -> None:
+    world = World({"a": CORES, "b": CORES})
+    world.place(vm("s1", node_name="a", bound_at=START - 5000, request="8"), "a")
+    scores, note = world.score(vm("p", limit="800m"))
+    assert scores["a"] < 50 <= scores["b"]  # a: 8 cores x 1.5 = 75 % + the pod, over the target
+    assert set(note.estimated) == {"a", "b"}
