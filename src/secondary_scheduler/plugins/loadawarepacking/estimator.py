@@ -78,6 +78,10 @@ class UsageEstimator:
         """Class id -> learned use per request; NaN while unlearned."""
         self._shapes: dict[str, tuple[PodInfo, PodShape]] = {}
         self.observations = 0
+        """Lessons learned so far (also the version of the lookups below)."""
+        self._global: float | None = None
+        self._effective: FloatArray = self._ratio.copy()
+        self._effective_version = 0
 
     def shape(self, pod: PodInfo) -> PodShape:
         """The pod's class and CPU request and limit (cached while the PodInfo is the same object)."""
@@ -99,13 +103,23 @@ class UsageEstimator:
     @property
     def global_ratio(self) -> float | None:
         """The mean learned use per request over every class; None before any was learned."""
-        learned = self._ratio[~np.isnan(self._ratio)]
-        return float(learned.mean()) if learned.size else None
+        self._refresh()
+        return self._global
 
     def ratios(self) -> FloatArray:
         """Class id -> use per request to predict with: learned, else the global mean, else NaN."""
-        fallback = self.global_ratio
-        return np.where(np.isnan(self._ratio), np.nan if fallback is None else fallback, self._ratio)
+        self._refresh()
+        return self._effective
+
+    def _refresh(self) -> None:
+        """Recompute the lookups after a lesson (once, not per cycle)."""
+        if self._effective_version == self.observations and len(self._effective) == len(self._ratio):
+            return
+        learned = self._ratio[~np.isnan(self._ratio)]
+        self._global = float(learned.mean()) if learned.size else None
+        fallback = np.nan if self._global is None else self._global
+        self._effective = np.where(np.isnan(self._ratio), fallback, self._ratio)
+        self._effective_version = self.observations
 
     def estimate(self, class_ids: IntArray, requests: FloatArray, limits: FloatArray) -> FloatArray:
         """Predicted CPU millicores of pods (arrays aligned), capped at their limits."""
@@ -114,12 +128,13 @@ class UsageEstimator:
         return np.minimum(np.where(np.isnan(ratio), prior, requests * ratio), limits)
 
     def estimate_one(self, shape: PodShape) -> float:
-        one = self.estimate(
-            np.array([shape.class_id], dtype=np.int64),
-            np.array([shape.request_millis], dtype=np.float64),
-            np.array([shape.limit_millis], dtype=np.float64),
-        )
-        return float(one[0])
+        """``estimate`` of one pod, without arrays."""
+        ratio = float(self.ratios()[shape.class_id])
+        if math.isnan(ratio):
+            if math.isinf(shape.limit_millis):
+                return shape.request_millis * self.args.default_usage_factor
+            return shape.limit_millis
+        return min(shape.request_millis * ratio, shape.limit_millis)
 
     def learned(self, shape: PodShape) -> bool:
         return not math.isnan(self.ratios()[shape.class_id])

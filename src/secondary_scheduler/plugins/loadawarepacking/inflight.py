@@ -92,8 +92,10 @@ class InFlightPods:
         estimator: UsageEstimator,
         clock: Callable[[], float],
         baseline_of: Callable[[int], float | None],
+        window: Window | None = None,
     ) -> None:
-        """``baseline_of(slot)``: the node's latest measured mean in millicores (None if unknown)."""
+        """``baseline_of(slot)``: the node's latest measured mean in millicores (None if unknown);
+        ``window``: the current metrics window, if known (pods wholly inside it are not indexed)."""
         self.table = table
         self.estimator = estimator
         self.clock = clock
@@ -109,7 +111,7 @@ class InFlightPods:
         self.limit: FloatArray = np.zeros(size)
         self.alive: BoolArray = np.zeros(size, dtype=np.bool_)
         self._used = 0
-        self.window = Window(0.0, 0.0)
+        self.window = window or Window(0.0, 0.0)
         self.groups: dict[int, Group] = {}
         for pod, slot in table.all_pods():
             self.pod_placed(slot, pod, {})

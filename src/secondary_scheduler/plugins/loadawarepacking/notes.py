@@ -7,9 +7,12 @@ scores it changed.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
+from secondary_scheduler.framework.aliases import BoolArray, FloatArray, IntArray
 from secondary_scheduler.plugins.trimaran.notes import MetricsNote
 
 _SHOWN = 8
@@ -17,20 +20,43 @@ _SHOWN = 8
 
 @dataclass(frozen=True)
 class LoadAwareNote:
+    """Kept as the cycle's arrays; node names are looked up only when the note is read (a cycle
+    must not pay for explanations nobody asks for)."""
+
     plugin: str
     metrics: MetricsNote
     pod_millis: float
     how_estimated: str
+    names: Sequence[str] = field(repr=False)
+    """The table's node names by slot."""
+    nodes: IntArray = field(repr=False)
+    """The scored slots; the arrays below are aligned with them."""
+    estimated_mask: BoolArray = field(repr=False)
+    """Nodes without a CPU reading, loaded from their requests x the learned use per request."""
+    unscored_mask: BoolArray = field(repr=False)
+    """Nodes without a CPU reading scored 0 (fallbackToRequests: false)."""
+    missing_millis: FloatArray = field(repr=False)
+    """Millicores of pods bound since the window began that the reading lacks."""
+    rise_percent: FloatArray = field(repr=False)
+    """Percent points the coming hours rose in previous days (weeks)."""
     held_for_seconds: float | None = None
     """Stale metrics: how old the held peaks are (None when fresh)."""
-    estimated: tuple[str, ...] = ()
-    """Nodes without a CPU reading, loaded from their requests x the learned use per request."""
-    unscored: tuple[str, ...] = ()
-    """Nodes without a CPU reading scored 0 (fallbackToRequests: false)."""
-    inflight: Mapping[str, int] = field(default_factory=dict)
-    """Node -> millicores of pods bound since the window began that the reading lacks."""
-    seasonal: Mapping[str, float] = field(default_factory=dict)
-    """Node -> percent points its coming hours rose in previous days (weeks)."""
+
+    @property
+    def estimated(self) -> tuple[str, ...]:
+        return self._named(self.estimated_mask)
+
+    @property
+    def unscored(self) -> tuple[str, ...]:
+        return self._named(self.unscored_mask)
+
+    @property
+    def inflight(self) -> dict[str, int]:
+        return {self.names[self.nodes[i]]: int(self.missing_millis[i]) for i in _largest(self.missing_millis)}
+
+    @property
+    def seasonal(self) -> dict[str, float]:
+        return {self.names[self.nodes[i]]: float(self.rise_percent[i]) for i in _largest(self.rise_percent)}
 
     def lines(self) -> list[str]:
         replaced = ("no metrics, scored 0", "recently")  # said below in this plugin's terms
@@ -45,17 +71,28 @@ class LoadAwareNote:
             lines.append(f"no CPU reading, load from requests x learned use: {_names(self.estimated)}")
         if self.unscored:
             lines.append(f"no CPU reading, scored 0 (fallbackToRequests: false): {_names(self.unscored)}")
-        if self.inflight:
-            shown = sorted(self.inflight.items(), key=lambda item: -item[1])[:_SHOWN]
-            text = ", ".join(f"{node} +{millis}m" for node, millis in shown)
-            more = len(self.inflight) - len(shown)
+        inflight = self.inflight
+        if inflight:
+            text = ", ".join(f"{node} +{millis}m" for node, millis in inflight.items())
+            more = int((self.missing_millis > 0.5).sum()) - len(inflight)
             tail = f" and {more} more nodes" if more > 0 else ""
             lines.append(f"pods not yet in the metrics: {text}{tail}")
-        if self.seasonal:
-            shown_rise = sorted(self.seasonal.items(), key=lambda item: -item[1])[:_SHOWN]
-            text = ", ".join(f"{node} +{rise:.0f}pp" for node, rise in shown_rise)
+        seasonal = self.seasonal
+        if seasonal:
+            text = ", ".join(f"{node} +{rise:.0f}pp" for node, rise in seasonal.items())
             lines.append(f"daily/weekly pattern, rise ahead: {text}")
         return lines
+
+    def _named(self, mask: BoolArray) -> tuple[str, ...]:
+        return tuple(self.names[slot] for slot in self.nodes[mask].tolist())
+
+
+def _largest(values: FloatArray) -> list[int]:
+    """Indices of the few largest values above 0.5 (what a note shows), largest first."""
+    positive = np.flatnonzero(values > 0.5)
+    if len(positive) > _SHOWN:
+        positive = positive[np.argpartition(-values[positive], _SHOWN)[:_SHOWN]]
+    return sorted(positive.tolist(), key=lambda i: -values[i])
 
 
 def _names(nodes: Sequence[str]) -> str:

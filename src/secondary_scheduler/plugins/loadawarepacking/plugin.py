@@ -23,7 +23,7 @@ from secondary_scheduler.framework.nodetable import NodeTable
 from secondary_scheduler.framework.podinfo import PodInfo
 from secondary_scheduler.framework.resources import CPU_COLUMN
 from secondary_scheduler.plugins.loadawarepacking.args import LoadAwarePackingArgs
-from secondary_scheduler.plugins.loadawarepacking.estimator import UsageEstimator
+from secondary_scheduler.plugins.loadawarepacking.estimator import PodShape, UsageEstimator
 from secondary_scheduler.plugins.loadawarepacking.history import NodeHistory
 from secondary_scheduler.plugins.loadawarepacking.inflight import InFlightPods, Window
 from secondary_scheduler.plugins.loadawarepacking.notes import LoadAwareNote
@@ -44,8 +44,6 @@ from secondary_scheduler.plugins.trimaran.pluginbase import TrimaranPlugin
 from secondary_scheduler.plugins.trimaran.targetloadpacking.plugin import CapacityColumn
 
 log = logging.getLogger(__name__)
-
-_SHOWN = 8
 
 
 @dataclass(frozen=True)
@@ -76,6 +74,13 @@ class LoadAwarePacking(TrimaranPlugin, ScorePlugin, FilterPlugin):
         self._recorded: Snapshot | None = None
         self._index_name = f"loadawarepacking/{id(self)}"
         self._warned_stale = False
+        self._window: Window | None = None
+        degraded = self.telemetry.degraded_nodes
+        self._stale_gauge = degraded.labels(self.name, STALE_HELD)
+        self._estimated_gauge = degraded.labels(self.name, NO_METRICS_ESTIMATED)
+        self._unscored_gauge = degraded.labels(self.name, NO_METRICS_UNSCORED)
+        self._inflight_gauge = self.telemetry.inflight_pods.labels(self.name)
+        """The window of the last snapshot recorded."""
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         """The Filter's rejections are undone by load leaving a node (a pod going) or a node coming."""
@@ -139,7 +144,7 @@ class LoadAwarePacking(TrimaranPlugin, ScorePlugin, FilterPlugin):
         return np.where(capacity > 0, 100.0 * requested / np.where(capacity > 0, capacity, 1.0), 0.0)
 
     def _build_inflight(self, table: NodeTable) -> InFlightPods:
-        return InFlightPods(table, self.estimator, self.clock, self._baseline)
+        return InFlightPods(table, self.estimator, self.clock, self._baseline, self._window)
 
     def _baseline(self, slot: int) -> float | None:
         """The node's latest measured mean in millicores, the baseline a new learning group starts from."""
@@ -166,8 +171,9 @@ class LoadAwarePacking(TrimaranPlugin, ScorePlugin, FilterPlugin):
         window = snapshot.metrics.window
         start = float(window.start) if window.end > window.start else now - self.args.peak_window
         end = float(window.end) if window.end > window.start else now
+        self._window = Window(start, end)
         inflight = table.index(self._index_name, self._build_inflight)
-        lessons = inflight.new_window(Window(start, end), avg * capacity / 100.0, valid, capacity)
+        lessons = inflight.new_window(self._window, avg * capacity / 100.0, valid, capacity)
         if lessons:
             self.telemetry.lessons.labels(self.name).inc(lessons)
         learned = self.estimator.ratios()
@@ -179,7 +185,7 @@ class LoadAwarePacking(TrimaranPlugin, ScorePlugin, FilterPlugin):
         table: NodeTable,
         nodes: Slots,
         pod_millis: float,
-        shape: object,
+        shape: PodShape,
         unmeasured: BoolArray,
         unscored: BoolArray,
         missing: FloatArray,
@@ -200,34 +206,26 @@ class LoadAwarePacking(TrimaranPlugin, ScorePlugin, FilterPlugin):
                 self._warned_stale = True
         elif not usage.stale:
             self._warned_stale = False
-        names = table.names
         return LoadAwareNote(
             plugin=self.name,
             metrics=metrics,
             pod_millis=pod_millis,
-            how_estimated=self.estimator.describe(shape),  # type: ignore[arg-type]
+            how_estimated=self.estimator.describe(shape),
+            names=table.names,
+            nodes=nodes,
+            estimated_mask=estimated,
+            unscored_mask=unscored,
+            missing_millis=missing,
+            rise_percent=rise,
             held_for_seconds=held,
-            estimated=tuple(names[slot] for slot in nodes[estimated][: _SHOWN + 1].tolist()),
-            unscored=tuple(names[slot] for slot in nodes[unscored][: _SHOWN + 1].tolist()),
-            inflight={names[nodes[i]]: int(missing[i]) for i in _largest(missing)},
-            seasonal={names[nodes[i]]: float(rise[i]) for i in _largest(rise)},
         )
 
     def _count(self, usage: NodeUsage, unmeasured: BoolArray, unscored: BoolArray, inflight: int) -> None:
-        gauge = self.telemetry.degraded_nodes
-        stale = len(unmeasured) - int(unmeasured.sum()) if usage.stale else 0
-        gauge.labels(self.name, STALE_HELD).set(stale)
-        gauge.labels(self.name, NO_METRICS_ESTIMATED).set(int((unmeasured & ~unscored).sum()))
-        gauge.labels(self.name, NO_METRICS_UNSCORED).set(int(unscored.sum()))
-        self.telemetry.inflight_pods.labels(self.name).set(inflight)
-        estimated = int(unmeasured.sum()) - int(unscored.sum())
+        without, unscored_count = int(unmeasured.sum()), int(unscored.sum())
+        estimated = without - unscored_count
+        self._stale_gauge.set(len(unmeasured) - without if usage.stale else 0)
+        self._estimated_gauge.set(estimated)
+        self._unscored_gauge.set(unscored_count)
+        self._inflight_gauge.set(inflight)
         if estimated:
             self.services.telemetry.estimated_scores.labels(self.name, usage.source).inc(estimated)
-
-
-def _largest(values: FloatArray) -> list[int]:
-    """Indices of the few largest positive values (what a note shows), largest first."""
-    positive = np.flatnonzero(values > 0.5)
-    if len(positive) > _SHOWN:
-        positive = positive[np.argpartition(-values[positive], _SHOWN)[:_SHOWN]]
-    return sorted(positive.tolist(), key=lambda i: -values[i])

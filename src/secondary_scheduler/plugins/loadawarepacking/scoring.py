@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from secondary_scheduler.framework.aliases import BoolArray, FloatArray, IntArray
-from secondary_scheduler.plugins.trimaran.resourcestats import safe_divide, to_scores
+from secondary_scheduler.plugins.trimaran.resourcestats import safe_divide
 
 FITS_FLOOR = 50.0
 """The lowest score of a node that stays under the target; crossing nodes score below it."""
@@ -36,9 +36,11 @@ def predicted_percent(
 
 def score_predicted(predicted: FloatArray, target: float) -> IntArray:
     """50-100 rising to the target for nodes that stay under it, 49-0 falling beyond it."""
-    under = FITS_FLOOR + (100.0 - FITS_FLOOR) * np.clip(predicted, 0.0, None) / target
-    over = (FITS_FLOOR - 1.0) * np.clip(100.0 - predicted, 0.0, None) / max(100.0 - target, 1e-9)
-    return to_scores(np.where(predicted <= target, under, np.minimum(over, FITS_FLOOR - 1.0)))
+    load = np.clip(predicted, 0.0, 100.0)
+    under = FITS_FLOOR + ((100.0 - FITS_FLOOR) / target) * load
+    over = ((FITS_FLOOR - 1.0) / max(100.0 - target, 1e-9)) * (100.0 - load)
+    raw = np.where(predicted <= target, under, np.minimum(over, FITS_FLOOR - 1.0))
+    return np.floor(raw + 0.5).astype(np.int64)  # halves up, as Go's math.Round for x >= 0
 
 
 def over_threshold(predicted: FloatArray, threshold: float) -> BoolArray:
