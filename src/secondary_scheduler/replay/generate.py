@@ -155,9 +155,11 @@ class Fleet:
 def draw_fleet(options: FleetOptions, rng: np.random.Generator) -> Fleet:
     """The VMs: deploys (size, type, time, lifetime, peak) first, then each VM's own levels."""
     sizes: list[int] = []
-    while sum(sizes) < options.vms:
+    total = 0
+    while total < options.vms:
         sizes.append(int(rng.geometric(1.0 / options.mean_deploy_size)))
-    sizes[-1] -= sum(sizes) - options.vms
+        total += sizes[-1]
+    sizes[-1] -= total - options.vms
     deploys = len(sizes)
     names = list(options.instance_types)
     weights = np.array([options.instance_types[name] for name in names], dtype=float)
@@ -187,15 +189,17 @@ def draw_fleet(options: FleetOptions, rng: np.random.Generator) -> Fleet:
     memory_level = rng.beta(memory_mean * 10.0, (1 - memory_mean) * 10.0, size=options.vms)
 
     types = [INSTANCE_TYPES[names[deploy_type[deploy[i]]]] for i in index]
-    sized = [
-        launcher_resources(
+    resources_of = {
+        name: launcher_resources(
             kind.vcpus,
             kind.memory,
             dedicated=kind.dedicated,
             cpu_allocation_ratio=options.cpu_allocation_ratio,
         )
-        for kind in types
-    ]
+        for name, kind in INSTANCE_TYPES.items()
+        if name in options.instance_types
+    }
+    sized = [resources_of[kind.name] for kind in types]
     return Fleet(
         arrival=arrival[index],
         end=end[index],

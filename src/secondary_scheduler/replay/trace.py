@@ -187,8 +187,9 @@ _INT32 = 2**31 - 1
 
 
 def _open_binary(path: Path, mode: Literal["rb", "wb"]) -> IO[bytes]:
+    """A .gz is written with no timestamp in its header: one trace, one file, byte for byte."""
     if path.name.endswith(".gz"):
-        return cast(IO[bytes], gzip.open(path, mode, compresslevel=6))
+        return cast(IO[bytes], gzip.GzipFile(path, mode, compresslevel=6, mtime=0))
     return open(path, mode)
 
 

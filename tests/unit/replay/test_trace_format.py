@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import re
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -215,3 +216,20 @@ def test_a_secsched_trace_takes_no_azure_options(tmp_path: Path) -> None:
     path = write_lines(tmp_path / "t.jsonl", [header_line()])
     with pytest.raises(TypeError, match="takes no options"):
         open_trace(path, max_vms=3)
+
+
+def test_records_are_streamed_not_loaded(tmp_path: Path) -> None:
+    path = tmp_path / "large.jsonl.gz"
+    samples = (UsageSample(float(i // 100), "default", f"vm-{i % 100:05d}", 0.5, 2e9) for i in range(100_000))
+    write_trace(path, HEADER, samples)
+    size = len(gzip.decompress(path.read_bytes()))
+    trace = open_trace(path)
+    tracemalloc.start()
+    try:
+        consumed = sum(1 for _ in trace.records())
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert consumed == 100_000
+    assert size > 8 * 2**20
+    assert peak < 2**20, f"{size / 2**20:.1f} MiB read with a peak of {peak / 2**20:.1f} MiB"
