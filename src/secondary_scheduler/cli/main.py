@@ -42,6 +42,9 @@ COMMANDS: dict[str, LazyCommand] = {
         "secondary_scheduler.cli.snapshot_cmd:snapshot",
         "Write a `secsched score` snapshot of a live cluster.",
     ),
+    "trace": LazyCommand(
+        "secondary_scheduler.cli.trace_cmd:trace", "Generate a workload trace for `secsched replay`."
+    ),
 }
 """Lazy, so that `secsched scheduler` (the image's entry point) and `secsched operator` load
 neither the local cluster, the demo nor their dependencies (matplotlib, httpx, rich)."""

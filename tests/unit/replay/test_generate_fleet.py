@@ -199,3 +199,20 @@ def test_the_example_week_is_the_generators_and_small() -> None:
     trace = open_trace(EXAMPLE)
     assert trace.header.seed == 0 and trace.header.source == "generated"
     assert list(trace.records()) == list(generate_records(FleetOptions(vms=100, days=7, seed=0)))
+
+
+def test_the_cli_writes_the_generators_trace(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from secondary_scheduler.cli.main import cli
+
+    output = tmp_path / "fleet.jsonl.gz"
+    argv = ["trace", "generate", "--vms", "40", "--days", "1", "--seed", "3", "--set", "weekend_factor=0.5"]
+    result = CliRunner().invoke(cli, [*argv, "--output", str(output)])
+    assert result.exit_code == 0, result.output
+    assert "40 pods" in result.output
+    expected = FleetOptions(vms=40, days=1, seed=3, weekend_factor=0.5)
+    assert list(open_trace(output).records()) == list(generate_records(expected))
+    refused = CliRunner().invoke(cli, [*argv[:-2], "--set", "weekend=1", "--output", str(output)])
+    assert refused.exit_code == 1
+    assert "weekend=1: Extra inputs are not permitted" in refused.output
