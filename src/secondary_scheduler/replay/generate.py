@@ -49,64 +49,77 @@ class FleetOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    vms: int = Field(1000, ge=1, description="VMs created over the trace, those running at t=0 included.")
-    days: float = Field(7.0, gt=0, description="Length of the trace; day 0 is a Monday, 00:00.")
-    seed: int = Field(0, description="Seeds numpy's Generator: the same seed, the same trace.")
-    sample_interval: float = Field(
-        300.0, ge=1, description="Seconds between a VM's usage samples (the Azure trace's 5 minutes)."
+    vms: int = Field(
+        default=1000, ge=1, description="VMs created over the trace, those running at t=0 included."
     )
-    namespace: str = Field("default", description="The namespace of every VM's pod.")
+    days: float = Field(default=7.0, gt=0, description="Length of the trace; day 0 is a Monday, 00:00.")
+    seed: int = Field(default=0, description="Seeds numpy's Generator: the same seed, the same trace.")
+    sample_interval: float = Field(
+        default=300.0, ge=1, description="Seconds between a VM's usage samples (the Azure trace's 5 minutes)."
+    )
+    namespace: str = Field(default="default", description="The namespace of every VM's pod.")
     instance_types: dict[str, float] = Field(
         default_factory=lambda: dict(DEFAULT_INSTANCE_TYPES),
         description="KubeVirt instance type -> relative weight; one type per deploy.",
     )
     cpu_allocation_ratio: float = Field(
-        KUBEVIRT_CPU_ALLOCATION_RATIO,
+        default=KUBEVIRT_CPU_ALLOCATION_RATIO,
         gt=0,
         description="KubeVirt's cpuAllocationRatio: a VM without dedicated CPUs requests vCPUs / ratio "
         "cores (1 makes requests equal vCPUs). cx1 types are Guaranteed whatever it is.",
     )
     initial_fraction: float = Field(
-        0.5, ge=0, le=1, description="Share of the VMs already running at t=0 (arrive at t=0)."
+        default=0.5, ge=0, le=1, description="Share of the VMs already running at t=0 (arrive at t=0)."
     )
     mean_deploy_size: float = Field(
-        8.0, ge=1, description="Mean VMs per deploy (geometric: most deploys small, a few large)."
+        default=8.0, ge=1, description="Mean VMs per deploy (geometric: most deploys small, a few large)."
     )
     deploy_spread: float = Field(
-        60.0, ge=0, description="Seconds over which a deploy's VMs are created (uniformly)."
+        default=60.0, ge=0, description="Seconds over which a deploy's VMs are created (uniformly)."
     )
     long_lived_fraction: float = Field(
-        0.3, ge=0, le=1, description="Share of deploys whose VMs live past the trace's end."
+        default=0.3, ge=0, le=1, description="Share of deploys whose VMs live past the trace's end."
     )
     lifetime_median: float = Field(
-        4 * HOUR, gt=0, description="Median lifetime, seconds, of the other deploys (log-normal)."
+        default=4 * HOUR, gt=0, description="Median lifetime, seconds, of the other deploys (log-normal)."
     )
-    lifetime_sigma: float = Field(1.5, ge=0, description="Log-normal sigma of those lifetimes (heavy tail).")
+    lifetime_sigma: float = Field(
+        default=1.5, ge=0, description="Log-normal sigma of those lifetimes (heavy tail)."
+    )
     mean_cpu_utilization: float = Field(
-        0.3,
+        default=0.3,
         gt=0,
         lt=1,
         description="Mean over the trace of a VM's CPU use as a share of its vCPUs (before the cap at "
         "100 %); per VM a Beta draw of this mean.",
     )
     cpu_utilization_concentration: float = Field(
-        2.0, gt=0, description="Beta concentration (a + b) of the per-VM levels: lower is more spread."
+        default=2.0,
+        gt=0,
+        description="Beta concentration (a + b) of the per-VM levels: lower is more spread.",
     )
     diurnal_amplitude: float = Field(
-        0.5, ge=0, le=1, description="Daily swing: use is level x (1 + A cos(time from the peak))."
+        default=0.5, ge=0, le=1, description="Daily swing: use is level x (1 + A cos(time from the peak))."
     )
-    peak_hour: float = Field(14.0, ge=0, lt=24, description="Mean hour of the daily peak.")
+    peak_hour: float = Field(default=14.0, ge=0, lt=24, description="Mean hour of the daily peak.")
     peak_spread_hours: float = Field(
-        3.0, ge=0, description="Standard deviation of a deploy's peak hour (all its VMs peak together)."
+        default=3.0,
+        ge=0,
+        description="Standard deviation of a deploy's peak hour (all its VMs peak together).",
     )
-    weekend_factor: float = Field(0.6, ge=0, description="Use on days 5 and 6 (Saturday, Sunday) x this.")
+    weekend_factor: float = Field(
+        default=0.6, ge=0, description="Use on days 5 and 6 (Saturday, Sunday) x this."
+    )
     cpu_noise: float = Field(
-        0.2, ge=0, description="Sigma of the mean-one log-normal noise on each CPU sample."
+        default=0.2, ge=0, description="Sigma of the mean-one log-normal noise on each CPU sample."
     )
     memory_utilization: float = Field(
-        0.7, gt=0, le=1, description="Mean share of a VM's guest memory in its working set (per VM Beta)."
+        default=0.7,
+        gt=0,
+        le=1,
+        description="Mean share of a VM's guest memory in its working set (per VM Beta).",
     )
-    memory_noise: float = Field(0.02, ge=0, description="Relative noise of each memory sample.")
+    memory_noise: float = Field(default=0.02, ge=0, description="Relative noise of each memory sample.")
 
     @field_validator("instance_types")
     @classmethod
