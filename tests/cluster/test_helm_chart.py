@@ -21,6 +21,7 @@ from secondary_scheduler.kube.manifests import substitute
 from secondary_scheduler.operator import names, rbac
 from secondary_scheduler.operator.render import ClusterFacts, plan
 from secondary_scheduler.operator.spec import parse_instance
+from secondary_scheduler.plugins.catalog import IN_TREE_CATALOG
 from tests.cluster.helmchart import CHART, DEPLOY, by_kind, helm_binary, one, render, run_helm
 
 NS = names.DEFAULT_NAMESPACE
@@ -232,7 +233,7 @@ def test_the_default_config_is_one_plain_profile_our_loader_accepts(default: lis
     assert document["kind"] == "KubeSchedulerConfiguration"
     assert document["leaderElection"] == {"leaderElect": False}
     assert [p["schedulerName"] for p in document["profiles"]] == ["secondary-scheduler"]
-    load_config(text, "chart ConfigMap")
+    load_config(text, "chart ConfigMap", catalog=IN_TREE_CATALOG)
 
 
 def test_the_deployment_runs_the_scheduler_as_the_operators_does(default: list[dict[str, Any]]) -> None:
@@ -320,7 +321,11 @@ def test_custom_values_reach_the_deployment(custom: list[dict[str, Any]]) -> Non
     config = yaml.safe_load(one(custom, "ConfigMap", "loadaware-config")["data"]["config.yaml"])
     assert config["profiles"] == values["profiles"]
     assert config["percentageOfNodesToScore"] == 50
-    load_config(one(custom, "ConfigMap", "loadaware-config")["data"]["config.yaml"], "chart ConfigMap")
+    load_config(
+        one(custom, "ConfigMap", "loadaware-config")["data"]["config.yaml"],
+        "chart ConfigMap",
+        catalog=IN_TREE_CATALOG,
+    )
 
 
 def test_a_new_config_rolls_the_pods(helm: Path, home: Path, default: list[dict[str, Any]]) -> None:

@@ -31,7 +31,8 @@ from secondary_scheduler.cluster.schedulers import OURS, UPSTREAM, SchedulerRun,
 from secondary_scheduler.kube.client import ApiClient, ApiError
 from secondary_scheduler.kube.wait import wait_for
 from secondary_scheduler.pluginapi import CycleState, Handle, NodeTable, PodInfo
-from secondary_scheduler.plugins.noderesourcetopology import NodeResourceTopologyMatch, fingerprint
+from secondary_scheduler.plugins.noderesourcetopology import fingerprint
+from secondary_scheduler.plugins.noderesourcetopology.plugin import NodeResourceTopologyMatch
 
 pytestmark = pytest.mark.cluster
 

@@ -30,6 +30,8 @@ from secondary_scheduler.cli.score_run import CycleError, explain
 from secondary_scheduler.cluster import build, versions
 from secondary_scheduler.config import load_config
 from secondary_scheduler.config.model import Profile
+from secondary_scheduler.plugins.catalog import IN_TREE_CATALOG
+from secondary_scheduler.plugins.registry import in_tree_registry
 from secondary_scheduler.plugins.trimaran.watchermetrics import WatcherMetrics
 from tests.conformance.cases import JSON, Case, Generator
 
@@ -133,7 +135,7 @@ _profiles: dict[str, Profile] = {}
 def _profile(case: Case) -> Profile:
     """Our effective profile for the case's config (loaded once per config)."""
     if case.profile_name not in _profiles:
-        loaded = load_config(case.ours_config, f"<{case.profile_name}>")
+        loaded = load_config(case.ours_config, f"<{case.profile_name}>", catalog=IN_TREE_CATALOG)
         _profiles[case.profile_name] = loaded.config.profiles[0]
     return _profiles[case.profile_name]
 
@@ -157,7 +159,9 @@ def run_ours(case: Case) -> JSON:
         objects=snapshot["objects"],
     )
     try:
-        return explain(_profile(case), cluster, copy.deepcopy(case.pod)).as_json()
+        return explain(
+            _profile(case), cluster, copy.deepcopy(case.pod), registry=in_tree_registry()
+        ).as_json()
     except CycleError as error:
         return {"error": str(error)}
 

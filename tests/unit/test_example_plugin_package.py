@@ -18,7 +18,7 @@ import yaml
 from click.testing import CliRunner
 
 from secondary_scheduler.cli.main import cli
-from secondary_scheduler.plugins.registry import ENTRY_POINT_GROUP, default_registry
+from secondary_scheduler.plugins.registry import ENTRY_POINT_GROUP, load_registry
 
 PACKAGE_DIR = Path(__file__).resolve().parents[2] / "examples" / "plugins" / "secsched-example-plugins"
 EXAMPLE = PACKAGE_DIR / "score"
@@ -35,7 +35,7 @@ def test_the_package_is_found_through_its_entry_points() -> None:
         "AvoidNodeLabel": "secsched_example_plugins.avoidlabel:AvoidNodeLabel",
         "NodeLabelPreference": "secsched_example_plugins.labelpreference:NodeLabelPreference",
     }, NOT_INSTALLED
-    registry = default_registry()
+    registry = load_registry()
     assert registry["NodeLabelPreference"].__module__ == "secsched_example_plugins.labelpreference"
     assert registry["AvoidNodeLabel"].__module__ == "secsched_example_plugins.avoidlabel"
 

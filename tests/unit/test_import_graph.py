@@ -1,9 +1,12 @@
 """The package's import graph, read from the source (ast: nothing is imported or run).
 
-What it guards (issue 16): the framework knows no plugin; the scheduling loop and
-``secsched score`` reach plugins only through the registry; the public plugin API
-depends on no plugin; and what the scheduler and the operator run never loads the dev
-tooling (the local cluster, the demo, matplotlib, httpx).
+What it guards (issues 16 and 40): no import cycle between the package's parts; the
+framework knows no plugin; the config loader imports no plugin, not even lazily (each
+command hands it a plugin catalog); the scheduling loop and ``secsched score`` reach
+plugins only through the registry; the public plugin API depends on no plugin; the
+operator checks a ConfigMap without loading plugin code or numpy; and what the scheduler
+and the operator run never loads the dev tooling (the local cluster, the demo,
+matplotlib, httpx).
 
 Every import counts, including those inside functions (they run when the function does),
 except those under ``if TYPE_CHECKING:`` (never executed).
@@ -12,6 +15,7 @@ except those under ``if TYPE_CHECKING:`` (never executed).
 from __future__ import annotations
 
 import ast
+from collections import defaultdict
 from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
@@ -25,6 +29,7 @@ PACKAGE = "secondary_scheduler"
 ROOT = Path(secondary_scheduler.__file__).resolve().parent
 PLUGINS = f"{PACKAGE}.plugins"
 REGISTRY = f"{PACKAGE}.plugins.registry"
+CATALOG = f"{PACKAGE}.plugins.catalog"
 DEV_TOOLING = ("matplotlib", "httpx", f"{PACKAGE}.cluster", f"{PACKAGE}.demo")
 
 
@@ -41,8 +46,8 @@ def _module_files() -> dict[str, tuple[Path, bool]]:
 MODULES = _module_files()
 
 
-def _hidden(tree: ast.Module, deferred: bool) -> set[int]:
-    """ids of the nodes under ``if TYPE_CHECKING:`` and, unless ``deferred``, inside functions."""
+def _type_checking_only(tree: ast.Module) -> set[int]:
+    """ids of the nodes under ``if TYPE_CHECKING:`` (never executed)."""
     hidden: set[int] = set()
     for node in ast.walk(tree):
         body: list[ast.stmt] = []
@@ -52,21 +57,17 @@ def _hidden(tree: ast.Module, deferred: bool) -> set[int]:
                 isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
             ):
                 body = node.body
-        elif not deferred and isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-            body = node.body
         hidden.update(id(inner) for statement in body for inner in ast.walk(statement))
     return hidden
 
 
 @cache
-def imports_of(module: str, deferred: bool = True) -> tuple[str, ...]:
-    """The modules ``module`` imports (``from a import b`` is ``a.b`` when that is a module of ours).
-
-    ``deferred``: count the imports inside functions too (they run when the function is called).
-    """
+def imports_of(module: str) -> tuple[str, ...]:
+    """The modules ``module`` imports (``from a import b`` is ``a.b`` when that is a module of ours),
+    those inside functions included (they run when the function is called)."""
     path, is_package = MODULES[module]
     tree = ast.parse(path.read_text(), str(path))
-    hidden = _hidden(tree, deferred)
+    hidden = _type_checking_only(tree)
     here = module if is_package else module.rpartition(".")[0]
     found: list[str] = []
     for node in ast.walk(tree):
@@ -95,19 +96,16 @@ def modules_under(package: str) -> list[str]:
     return [module for module in MODULES if under(module, package)]
 
 
-def reachable(start: Iterable[str], deferred: bool = True) -> dict[str, str | None]:
-    """Every module loaded by importing ``start`` (parent packages included) -> who imported it.
-
-    ``deferred``: follow imports inside functions too (what running the code may load);
-    otherwise only what the import statement itself loads.
-    """
+def reachable(start: Iterable[str]) -> dict[str, str | None]:
+    """Every module importing ``start`` and running its code may load (parent packages included)
+    -> who imported it."""
     parents: dict[str, str | None] = dict.fromkeys(start)
     todo = list(parents)
     while todo:
         module = todo.pop()
         if module not in MODULES:
             continue  # a third-party or standard module: we do not follow its imports
-        imported = list(imports_of(module, deferred))
+        imported = list(imports_of(module))
         parent = module.rpartition(".")[0]
         while parent:
             imported.append(parent)  # importing a.b.c runs a/__init__ and a/b/__init__ first
@@ -137,6 +135,92 @@ def offending(modules: Iterable[str], rule: str, forbidden: Iterable[str]) -> li
     ]
 
 
+def part(module: str) -> str:
+    """The part of the package ``module`` belongs to: its sub-package (config, framework, ...) or,
+    for a module at the top (pluginapi, apivalidation, ...), the module itself."""
+    return module.split(".")[1]
+
+
+def edges_between_parts() -> dict[tuple[str, str], list[str]]:
+    """(importing part, imported part) -> the module imports that make the edge (deferred ones too)."""
+    edges: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for module in MODULES:
+        if module == PACKAGE:
+            continue
+        for name in imports_of(module):
+            if under(name, PACKAGE) and name != PACKAGE and part(name) != part(module):
+                edges[(part(module), part(name))].append(f"{module} -> {name}")
+    return edges
+
+
+def edges_in_cycles(edges: Iterable[tuple[str, str]]) -> set[tuple[str, str]]:
+    """The edges ``a -> b`` from which ``a`` can be reached again (each lies on a cycle)."""
+    edges = set(edges)
+    following: dict[str, set[str]] = defaultdict(set)
+    for source, target in edges:
+        following[source].add(target)
+
+    def reaches(start: str) -> set[str]:
+        seen, todo = {start}, [start]
+        while todo:
+            for target in following[todo.pop()] - seen:
+                seen.add(target)
+                todo.append(target)
+        return seen
+
+    return {(source, target) for source, target in edges if source in reaches(target)}
+
+
+def test_no_import_cycle_between_the_packages_parts() -> None:
+    """config, framework, plugins, scheduler, kube, cli, operator, ... and the top-level modules
+    form a layered graph: an import that closes a loop fails here with the imports that make it."""
+    edges = edges_between_parts()
+    cycles = edges_in_cycles(edges)
+    assert {f"{a} -> {b}": sorted(edges[(a, b)]) for a, b in sorted(cycles)} == {}
+
+
+def test_the_cycle_check_finds_a_cycle() -> None:
+    """Guards the guard: a loop of three parts is found, edge by edge; a branch off it is not."""
+    edges = [("a", "b"), ("b", "c"), ("c", "a"), ("c", "d")]
+    assert edges_in_cycles(edges) == {("a", "b"), ("b", "c"), ("c", "a")}
+    assert ("config", "kube") in edges_between_parts()
+
+
+def test_the_config_loader_imports_no_plugin() -> None:
+    """Not even inside a function: the caller hands the loader a PluginCatalog (issue 40)."""
+    config = modules_under(f"{PACKAGE}.config")
+    assert offending(config, "the loader is handed a catalog", modules_under(PLUGINS)) == []
+    loaded = reachable(config)
+    assert [chain(loaded, module) for module in loaded if under(module, PLUGINS)] == []
+
+
+@pytest.mark.parametrize("check", [CATALOG, f"{PACKAGE}.operator.configcheck"])
+def test_the_in_tree_catalog_loads_no_plugin_code(check: str) -> None:
+    """What the operator's ConfigMap check loads: the plugins' args models (``args.py``) and
+    the catalog, never the plugins, the framework or numpy (kube-scheduler's apis/config)."""
+    loaded = reachable([check])
+    config_side = {CATALOG, f"{PLUGINS}.dynamicresources.limitation"}
+    plugin_code = [
+        module
+        for module in loaded
+        if under(module, PLUGINS)
+        and module not in config_side
+        and module.rpartition(".")[2] != "args"
+        and not MODULES.get(module, (None, False))[1]  # a plugin package's __init__ imports nothing
+    ]
+    heavy = [module for module in loaded if under(module, "numpy") or under(module, f"{PACKAGE}.framework")]
+    assert [chain(loaded, module) for module in plugin_code + heavy] == []
+
+
+def test_the_operator_loads_no_plugin_code() -> None:
+    """`secsched operator` (its command and everything it runs): no numpy, no framework."""
+    loaded = reachable(
+        [f"{PACKAGE}.cli.main", *modules_under(f"{PACKAGE}.operator"), f"{PACKAGE}.cli.operator_cmd"]
+    )
+    heavy = [module for module in loaded if under(module, "numpy") or under(module, f"{PACKAGE}.framework")]
+    assert [chain(loaded, module) for module in heavy] == []
+
+
 def test_the_framework_imports_no_plugin() -> None:
     framework = modules_under(f"{PACKAGE}.framework")
     assert offending(framework, "the framework knows no plugin", modules_under(PLUGINS)) == []
@@ -149,14 +233,11 @@ def test_the_scheduling_loop_and_score_reach_plugins_only_through_the_registry()
 
 
 def test_the_plugin_api_imports_no_plugin() -> None:
-    """Not directly, and importing it loads none (a plugin importing it creates no cycle).
-
-    The config loader does read the registry when it validates a profile (the catalog is
-    computed from the plugin classes), but only then, inside a function.
-    """
+    """Not directly, and nothing it loads does, even inside a function (a plugin importing it
+    creates no cycle)."""
     api = f"{PACKAGE}.pluginapi"
     assert offending([api], "the API depends on no plugin", modules_under(PLUGINS)) == []
-    loaded = reachable([api], deferred=False)
+    loaded = reachable([api])
     assert [chain(loaded, module) for module in loaded if under(module, PLUGINS)] == []
 
 

@@ -9,6 +9,7 @@ import click
 from secondary_scheduler.cli.errors import read_input
 from secondary_scheduler.cli.plugin_option import plugin_option
 from secondary_scheduler.config import ConfigError, Problem, dump_config_yaml, load_config
+from secondary_scheduler.plugins.registry import Registry, catalog_of
 from secondary_scheduler.safeyaml import MAX_CONFIG_BYTES
 
 
@@ -20,7 +21,7 @@ def config() -> None:
 @config.command("validate")
 @plugin_option
 @click.argument("file", type=click.Path(allow_dash=True))
-def validate(file: str) -> None:
+def validate(registry: Registry, file: str) -> None:
     """Validate FILE, a KubeSchedulerConfiguration, and print what the scheduler would run.
 
     \b
@@ -39,7 +40,7 @@ def validate(file: str) -> None:
     source = "<stdin>" if file == "-" else file
     text = read_input(file, "configuration", MAX_CONFIG_BYTES)
     try:
-        result = load_config(text, source)
+        result = load_config(text, source, catalog=catalog_of(registry))
     except ConfigError as error:
         _report("warning", "yellow", error.warnings, error.source)
         _report("error", "red", error.problems, error.source)

@@ -1,36 +1,42 @@
-"""``--plugin module:Class``: a plugin that is not installed as a package, for one command."""
+"""``--plugin module:Class``, and the plugin registry the command runs with.
+
+The option hands the command its registry (parameter ``registry``): the in-tree plugins,
+installed packages' entry points and the ``--plugin`` classes, loaded once, when the
+command starts, so a broken plugin stops it at once with a message naming the fix.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TypeVar
 
 import click
 
-from secondary_scheduler.plugins.registry import PluginLoadError, default_registry, use_plugin_paths
+from secondary_scheduler.plugins.registry import PluginLoadError, Registry, load_registry
 
 _Command = TypeVar("_Command", bound=Callable[..., object])
 
 
-def _load(_: click.Context, __: click.Parameter, paths: tuple[str, ...]) -> tuple[str, ...]:
-    """Load every plugin now (installed ones too), so a broken plugin stops the command at once."""
-    use_plugin_paths(paths)
+def registry_or_exit(paths: Iterable[str] = ()) -> Registry:
+    """``load_registry(paths)``; a plugin that cannot be used ends the command (exit 1, the reason)."""
     try:
-        default_registry()
+        return load_registry(paths)
     except PluginLoadError as error:
         raise click.ClickException(str(error)) from error
-    return paths
+
+
+def _load(_: click.Context, __: click.Parameter, paths: tuple[str, ...]) -> Registry:
+    return registry_or_exit(paths)
 
 
 def plugin_option(command: _Command) -> _Command:
-    """Add the repeatable ``--plugin`` option; plugins also come from installed packages' entry points."""
+    """Add the repeatable ``--plugin`` option; the command receives the registry as ``registry``."""
     return click.option(
         "--plugin",
-        "plugins",
+        "registry",
         multiple=True,
         metavar="MODULE:CLASS",
         callback=_load,
-        expose_value=False,
         is_eager=True,
         help="Load a plugin class from an importable module (repeatable); installed plugin packages "
         "(entry point group secondary_scheduler.plugins) are loaded without it.",

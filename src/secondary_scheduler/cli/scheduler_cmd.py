@@ -16,6 +16,7 @@ import click
 
 from secondary_scheduler import __version__
 from secondary_scheduler.cli.plugin_option import plugin_option
+from secondary_scheduler.plugins.registry import Registry
 from secondary_scheduler.scheduler.app import StartupError, configure_logging, run_on_uvloop, write_config
 from secondary_scheduler.scheduler.authn import RequestHeaderConfig
 from secondary_scheduler.scheduler.authz import AlwaysAllowPaths
@@ -336,7 +337,7 @@ def _optional_value(*names: str, **kwargs: Any) -> Callable[[Any], Any]:
     help="Front-proxy certificate common names allowed (empty: any the CA signed).",
 )
 @click.option("--feature-gates", help="Accepted for compatibility (reported at start).")
-def scheduler(**options: Any) -> None:
+def scheduler(registry: Registry, **options: Any) -> None:
     """Run the load-aware scheduler. It takes kube-scheduler's flags, so it can replace the
     scheduler image the OpenShift Secondary Scheduler Operator runs (`/bin/kube-scheduler`).
 
@@ -402,9 +403,9 @@ def scheduler(**options: Any) -> None:
     configure_logging(flags.verbosity, flags.logging_format, flags.log_split_stream)
     try:
         if flags.write_config_to:
-            write_config(flags)
+            write_config(flags, registry)
             return
-        sys.exit(run_on_uvloop(flags))
+        sys.exit(run_on_uvloop(flags, registry))
     except StartupError as error:
         for line in str(error).splitlines():
             click.echo(f"error: {line}", err=True)

@@ -19,6 +19,7 @@ from secondary_scheduler.cli.score_run import CycleError, NodeReport, ScoreRepor
 from secondary_scheduler.config import ConfigError, load_config
 from secondary_scheduler.config.model import Profile
 from secondary_scheduler.kube.client import JSON
+from secondary_scheduler.plugins.registry import Registry, catalog_of
 from secondary_scheduler.safeyaml import MAX_CONFIG_BYTES
 
 DEFAULT_SCHEDULER = "default-scheduler"
@@ -58,7 +59,14 @@ _PLUGINS_LOGGER = "secondary_scheduler.plugins"
     help="The v1 Pod to place.",
 )
 @click.option("--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
-def score(config_path: str, profile_name: str | None, snapshot_path: str, pod_path: str, output: str) -> None:
+def score(
+    registry: Registry,
+    config_path: str,
+    profile_name: str | None,
+    snapshot_path: str,
+    pod_path: str,
+    output: str,
+) -> None:
     """Run one scheduling cycle for the --pod over the --snapshot, in memory, and explain it.
 
     \b
@@ -78,7 +86,8 @@ def score(config_path: str, profile_name: str | None, snapshot_path: str, pod_pa
     nodes do not fit, and what the load-aware plugins based their scores on.
     """
     try:
-        loaded = load_config(read_input(config_path, "configuration", MAX_CONFIG_BYTES), config_path)
+        text = read_input(config_path, "configuration", MAX_CONFIG_BYTES)
+        loaded = load_config(text, config_path, catalog=catalog_of(registry))
     except ConfigError as error:
         for problem in error.problems:
             click.echo(f"error: {problem.render(error.source)}", err=True)
@@ -101,7 +110,9 @@ def score(config_path: str, profile_name: str | None, snapshot_path: str, pod_pa
     level = plugin_logs.level
     plugin_logs.setLevel(logging.ERROR)
     try:
-        report = explain(profile, snapshot, pod, loaded.config.percentage_of_nodes_to_score)
+        report = explain(
+            profile, snapshot, pod, loaded.config.percentage_of_nodes_to_score, registry=registry
+        )
     except CycleError as error:
         raise click.ClickException(f"the scheduling cycle failed: {error}") from error
     finally:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,10 +18,9 @@ from secondary_scheduler.cli.score_inputs import ClusterSnapshot
 from secondary_scheduler.config.model import Profile
 from secondary_scheduler.framework import CycleState, Framework, Handle, NodeTable, PodInfo, ScheduleResult
 from secondary_scheduler.framework.handle import Snapshot
-from secondary_scheduler.framework.interface import Note
+from secondary_scheduler.framework.interface import Note, Plugin
 from secondary_scheduler.framework.status import Code
 from secondary_scheduler.kube.client import JSON
-from secondary_scheduler.plugins.registry import default_registry
 
 NOT_EVALUATED = "not evaluated: enough feasible nodes were found first (percentageOfNodesToScore)"
 
@@ -88,16 +88,24 @@ class ScoreReport:
 
 
 def explain(
-    profile: Profile, snapshot: ClusterSnapshot, pod: JSON, percentage_of_nodes_to_score: int | None = None
+    profile: Profile,
+    snapshot: ClusterSnapshot,
+    pod: JSON,
+    percentage_of_nodes_to_score: int | None = None,
+    *,
+    registry: Mapping[str, type[Plugin]],
 ) -> ScoreReport:
-    """Schedule ``pod`` into the snapshot with ``profile`` and report every node's scores."""
+    """Schedule ``pod`` into the snapshot with ``profile`` and report every node's scores.
+
+    ``registry``: the plugins the profile's names resolve to (the command's, ``--plugin`` included).
+    """
     recent = [(entry.pod, entry.node, entry.timestamp) for entry in snapshot.recently_scheduled]
     frozen = Snapshot(now=snapshot.now, data={"metrics": snapshot.metrics, "recentlyScheduled": recent})
     handle = Handle(wall_clock=lambda: snapshot.now, snapshot=frozen)
     try:
         framework = Framework(
             profile,
-            default_registry(),
+            registry,
             handle,
             percentage_of_nodes_to_score=percentage_of_nodes_to_score,
             rng=random.Random(0),  # the same snapshot always gives the same answer, ties included

@@ -21,6 +21,7 @@ import click
 import yaml
 
 from secondary_scheduler.cli.errors import InputError, read_input
+from secondary_scheduler.cli.plugin_option import registry_or_exit
 from secondary_scheduler.config import ConfigError, SchedulerConfiguration, load_config
 from secondary_scheduler.framework import Framework, Handle
 from secondary_scheduler.framework.handle import Snapshot
@@ -28,7 +29,7 @@ from secondary_scheduler.framework.informers import Resource
 from secondary_scheduler.kube import kubeconfig as kubeconfig_loader
 from secondary_scheduler.kube.client import JSON, ApiClient, ApiError, ApiUnavailable
 from secondary_scheduler.kube.reflector import failure_hint
-from secondary_scheduler.plugins.registry import default_registry
+from secondary_scheduler.plugins.registry import Registry, catalog_of
 from secondary_scheduler.plugins.trimaran.args import TrimaranArgs
 from secondary_scheduler.safeyaml import MAX_CONFIG_BYTES
 
@@ -95,12 +96,13 @@ def snapshot(
       secsched snapshot --config config.yaml -o snapshot.yaml
       secsched score --config config.yaml --snapshot snapshot.yaml --pod vm-pod.yaml
     """
-    config = _config(config_path)
+    registry = registry_or_exit()  # in-tree and installed plugins (no --plugin here)
+    config = _config(config_path, registry)
     try:
         connection = kubeconfig_loader.load(kubeconfig, context, context_flag="--context")
     except kubeconfig_loader.KubeconfigError as error:
         raise click.ClickException(str(error)) from error
-    resources = informer_resources(config)
+    resources = informer_resources(config, registry)
     document = asyncio.run(
         take_snapshot(connection, config, resources, node_selector, namespaces, metrics=metrics)
     )
@@ -125,11 +127,12 @@ def snapshot(
     )
 
 
-def _config(path: str | None) -> SchedulerConfiguration:
+def _config(path: str | None, registry: Registry) -> SchedulerConfiguration:
+    catalog = catalog_of(registry)
     if path is None:
-        return load_config(DEFAULT_CONFIG, "<defaults>").config
+        return load_config(DEFAULT_CONFIG, "<defaults>", catalog=catalog).config
     try:
-        return load_config(read_input(path, "configuration", MAX_CONFIG_BYTES), path).config
+        return load_config(read_input(path, "configuration", MAX_CONFIG_BYTES), path, catalog=catalog).config
     except ConfigError as error:
         first, *more = error.problems
         raise InputError(
@@ -141,12 +144,12 @@ def _config(path: str | None) -> SchedulerConfiguration:
         ) from error
 
 
-def informer_resources(config: SchedulerConfiguration) -> list[Resource]:
+def informer_resources(config: SchedulerConfiguration, registry: Registry) -> list[Resource]:
     """The resources the profiles' plugins read through informers (what the scheduler would watch)."""
     handle = Handle(snapshot=Snapshot(now=0.0, data={}))  # plugins read no live source while counted
     for profile in config.profiles:
         try:
-            Framework(profile, default_registry(), handle, rng=random.Random(0))
+            Framework(profile, registry, handle, rng=random.Random(0))
         except ValueError as error:
             raise click.ClickException(f"profile {profile.scheduler_name}: {error}") from error
     return [informer.resource for informer in handle.informers.all()]

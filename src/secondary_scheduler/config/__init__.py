@@ -2,8 +2,9 @@
 
 The scheduler framework needs only `load_config_file` (or `load_config`) and the effective
 model it returns: per profile, the plugins of each extension point in order with score
-weights, and each enabled plugin's validated args. `plugin_catalog.CATALOG` says which
-plugins exist and where each may run.
+weights, and each enabled plugin's validated args. The caller hands the loader a
+`PluginCatalog` saying which plugins exist and where each may run: this package imports
+no plugin.
 """
 
 from secondary_scheduler.config.dump import dump_config, dump_config_yaml
@@ -17,15 +18,15 @@ from secondary_scheduler.config.model import (
     Profile,
     SchedulerConfiguration,
 )
-from secondary_scheduler.config.plugin_catalog import CATALOG, PluginSpec
+from secondary_scheduler.config.plugin_catalog import PluginCatalog, PluginSpec
 
 __all__ = [
-    "CATALOG",
     "ClientConnection",
     "ConfigError",
     "ExtensionPoint",
     "LeaderElection",
     "LoadResult",
+    "PluginCatalog",
     "PluginEntry",
     "PluginSpec",
     "Problem",

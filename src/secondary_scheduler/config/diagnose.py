@@ -19,7 +19,7 @@ from pydantic_core import ErrorDetails
 
 from secondary_scheduler.config.base import ArgsContext
 from secondary_scheduler.config.errors import Findings, YamlPath, format_path
-from secondary_scheduler.config.suggest import allowed_fields, suggest_field
+from secondary_scheduler.config.suggest import FieldIndex, allowed_fields, suggest_field
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -44,9 +44,18 @@ _BOUNDS = {"greater_than": ">", "greater_than_equal": ">=", "less_than": "<", "l
 
 
 def validate_model(
-    model: type[M], data: Any, at: YamlPath, findings: Findings, context: ArgsContext | None = None
+    model: type[M],
+    data: Any,
+    at: YamlPath,
+    findings: Findings,
+    context: ArgsContext | None = None,
+    *,
+    fields: FieldIndex,
 ) -> M | None:
     """`data` (found at `at` in the file) as a `model`, or None after recording every error.
+
+    `fields`: every field path of the document (`PluginCatalog.fields`), where an unknown
+    field is looked for at other levels.
 
     If unknown fields are the only errors, they are recorded and the model is returned
     without them, so the checks that need it still run (the load fails all the same).
@@ -61,7 +70,7 @@ def validate_model(
         path = (*at, *loc)
         if detail["type"] == "extra_forbidden":
             key = str(loc[-1])
-            suggestion = suggest_field(key, path[:-1], allowed_fields(model, loc[:-1]))
+            suggestion = suggest_field(key, path[:-1], allowed_fields(model, loc[:-1]), fields)
             findings.error(path, f"unknown field `{key}`: {suggestion.text}")
             if suggestion.deeper:
                 misplaced.setdefault(path[:-1], []).append(key)
@@ -92,7 +101,7 @@ def error_messages(model: type[BaseModel], error: ValidationError, at: YamlPath 
         path = (*at, *loc)
         if detail["type"] == "extra_forbidden":
             key = str(loc[-1])
-            suggestion = suggest_field(key, path[:-1], allowed_fields(model, loc[:-1]), elsewhere=False)
+            suggestion = suggest_field(key, path[:-1], allowed_fields(model, loc[:-1]), None)
             message = f"unknown field `{key}`: {suggestion.text}"
         else:
             message = describe(detail)

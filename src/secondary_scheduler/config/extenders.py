@@ -15,7 +15,7 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator
@@ -23,6 +23,9 @@ from pydantic import Field, field_validator
 from secondary_scheduler.apivalidation import qualified_name_problem
 from secondary_scheduler.config.base import ConfigModel, GoDuration
 from secondary_scheduler.config.errors import Findings, YamlPath
+
+if TYPE_CHECKING:
+    from secondary_scheduler.config.suggest import FieldIndex  # suggest reads the model, which imports us
 
 DEFAULT_HTTP_TIMEOUT = 5.0
 """Seconds; upstream's DefaultExtenderTimeout, used when httpTimeout is unset or 0."""
@@ -110,15 +113,18 @@ class Extender(ConfigModel):
         return self.url_prefix.rstrip("/") + "/" + verb
 
 
-def validate_extenders(raw: Any, findings: Findings) -> tuple[Extender, ...]:
-    """Each `extenders` entry as an Extender, recording upstream's checks (and ours) as errors."""
+def validate_extenders(raw: Any, findings: Findings, fields: FieldIndex) -> tuple[Extender, ...]:
+    """Each `extenders` entry as an Extender, recording upstream's checks (and ours) as errors.
+
+    `fields`: the document's field paths, for suggesting where an unknown field belongs.
+    """
     from secondary_scheduler.config.diagnose import validate_model  # diagnose imports model, which imports us
 
     if not isinstance(raw, list):
         return ()  # DocumentInput reports the type error
     extenders: list[tuple[int, Extender]] = []
     for index, item in enumerate(raw):
-        extender = validate_model(Extender, item, ("extenders", index), findings)
+        extender = validate_model(Extender, item, ("extenders", index), findings, fields=fields)
         if extender is not None:
             extenders.append((index, extender))
     binders = 0

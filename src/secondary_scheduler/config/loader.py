@@ -2,6 +2,7 @@
 
 Each stage records into one collector and later stages still run where they can (every
 profile, every plugin's args), so a single run reports all problems, each with its line.
+Which plugins exist is the caller's `PluginCatalog`: the loader imports no plugin.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from secondary_scheduler.config.errors import ConfigError, Finding, Findings, Pr
 from secondary_scheduler.config.extenders import Extender, ignored_by_scheduler, validate_extenders
 from secondary_scheduler.config.model import LeaderElection, Profile, SchedulerConfiguration
 from secondary_scheduler.config.placeholders import find_placeholders
+from secondary_scheduler.config.plugin_catalog import PluginCatalog
 from secondary_scheduler.config.profiles import build_profile
 from secondary_scheduler.config.schema import DocumentInput
 from secondary_scheduler.config.versions import ApiVersion, check_header, check_versioned_fields
@@ -35,14 +37,15 @@ class LoadResult:
     source: str
 
 
-def load_config(text: str, source: str = "<config>") -> LoadResult:
+def load_config(text: str, source: str = "<config>", *, catalog: PluginCatalog) -> LoadResult:
     """The effective configuration in `text`; raises ConfigError listing every problem.
 
-    `source` names the text in messages (a file name).
+    `source` names the text in messages (a file name); `catalog` holds the plugins the
+    configuration may enable (the command's registry, `plugins.registry.catalog_of`).
     """
     findings = Findings()
     document = parse_yaml(text, findings)
-    config = _effective(document.data, findings) if document is not None else None
+    config = _effective(document.data, findings, catalog) if document is not None else None
     problems = _problems(findings.errors, document)
     warnings = _problems(findings.warnings, document)
     if config is None or problems:
@@ -50,7 +53,7 @@ def load_config(text: str, source: str = "<config>") -> LoadResult:
     return LoadResult(config, tuple(warnings), source)
 
 
-def load_config_file(path: str | os.PathLike[str]) -> LoadResult:
+def load_config_file(path: str | os.PathLike[str], *, catalog: PluginCatalog) -> LoadResult:
     """`load_config` on a file (UTF-8, a BOM is fine). OSError if it cannot be read."""
     data = Path(path).read_bytes()
     try:
@@ -58,10 +61,10 @@ def load_config_file(path: str | os.PathLike[str]) -> LoadResult:
     except UnicodeDecodeError as error:
         problem = Problem("", None, f"not UTF-8 text (byte {error.start}): save the file as UTF-8")
         raise ConfigError(str(path), [problem]) from error
-    return load_config(text, str(path))
+    return load_config(text, str(path), catalog=catalog)
 
 
-def _effective(data: Any, findings: Findings) -> SchedulerConfiguration | None:
+def _effective(data: Any, findings: Findings, catalog: PluginCatalog) -> SchedulerConfiguration | None:
     if not isinstance(data, dict):
         findings.error((), "expected a KubeSchedulerConfiguration (key: value lines) at the top level")
         return None
@@ -75,9 +78,9 @@ def _effective(data: Any, findings: Findings) -> SchedulerConfiguration | None:
     if version is None:
         return None
     check_versioned_fields(version, data, findings)
-    top = validate_model(DocumentInput, data, (), findings)
-    profiles = _profiles(data.get("profiles"), version, findings)
-    extenders = validate_extenders(data.get("extenders") or [], findings)
+    top = validate_model(DocumentInput, data, (), findings, fields=catalog.fields)
+    profiles = _profiles(data.get("profiles"), version, findings, catalog)
+    extenders = validate_extenders(data.get("extenders") or [], findings, catalog.fields)
     if top is not None:
         _check_top_level(top, version, findings)
     _check_across_profiles(profiles, findings)
@@ -117,7 +120,9 @@ def _huge_integers(data: Any, path: YamlPath) -> list[tuple[YamlPath, int]]:
     return found
 
 
-def _profiles(raw: Any, version: ApiVersion, findings: Findings) -> list[tuple[int, Profile]]:
+def _profiles(
+    raw: Any, version: ApiVersion, findings: Findings, catalog: PluginCatalog
+) -> list[tuple[int, Profile]]:
     """Each profile that could be built, with its index. No profiles means one default profile."""
     if raw is None or raw == []:
         raw = [{}]
@@ -126,7 +131,7 @@ def _profiles(raw: Any, version: ApiVersion, findings: Findings) -> list[tuple[i
     built = []
     for index, item in enumerate(raw):
         if isinstance(item, dict):
-            profile = build_profile(item, ("profiles", index), version, findings)
+            profile = build_profile(item, ("profiles", index), version, findings, catalog)
             if profile is not None:
                 built.append((index, profile))
     return built

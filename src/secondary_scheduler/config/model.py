@@ -117,7 +117,7 @@ class Profile(BaseModel):
     plugins: dict[ExtensionPoint, tuple[PluginEntry, ...]]
     """Every extension point, each with the plugins to run there, in order."""
     plugin_args: dict[str, SerializeAsAny[BaseModel]]
-    """Validated args of every enabled plugin that takes args (see plugin_catalog.CATALOG)."""
+    """Validated args of every enabled plugin that takes args (its PluginSpec.args_model)."""
 
     def enabled_plugins(self) -> tuple[str, ...]:
         """Each enabled plugin once, in the order it first appears across the extension points."""

@@ -1,19 +1,23 @@
 """What the config loader knows of each plugin: its extension points and args model.
 
-It is computed from the plugin registry (``plugins.registry.default_registry``) on first
-use, so a plugin installed as a package, or named with ``--plugin``, is validated, merged
-and suggested exactly like the ones this package ships: the plugin class is the only
-place a plugin is described.
+The loader is handed a `PluginCatalog`; it imports no plugin. Each command builds the
+catalog once and passes it down, as kube-scheduler injects its registry (`app.WithPlugin`):
+the scheduler, `config validate` and `score` from their plugin registry
+(`plugins.registry.catalog_of`: in-tree, installed entry points, `--plugin`), so a plugin
+from a package is validated, merged and suggested exactly like the ones this package
+ships; the operator from `plugins.catalog.IN_TREE_CATALOG`, which names the plugins our
+scheduler image ships without importing their code.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Final
 
 from secondary_scheduler.config.base import ConfigModel
 from secondary_scheduler.config.model import ExtensionPoint
+from secondary_scheduler.config.suggest import FieldIndex, field_index
 
 
 @dataclass(frozen=True)
@@ -25,37 +29,32 @@ class PluginSpec:
     """A limitation to report when a profile enables the plugin by name."""
 
 
-class _Catalog(Mapping[str, PluginSpec]):
-    """Name -> PluginSpec of every registered plugin, read from the registry when first asked."""
+class PluginCatalog(Mapping[str, PluginSpec]):
+    """Name -> PluginSpec of every plugin a command can run (a value: built once, never changed)."""
 
-    def __init__(self) -> None:
-        self._source: object = None
-        self._cached: Mapping[str, PluginSpec] = {}
-
-    def _specs(self) -> Mapping[str, PluginSpec]:
-        # Imported here: the registry imports the plugins, which import this package's models.
-        from secondary_scheduler.plugins.registry import default_registry
-
-        registry = default_registry()
-        if registry is not self._source:
-            self._cached = {
-                name: PluginSpec(name, plugin.extension_points(), plugin.args_model, plugin.enabled_warning)
-                for name, plugin in registry.items()
-            }
-            self._source = registry
-        return self._cached
+    def __init__(self, specs: Iterable[PluginSpec]) -> None:
+        self._specs = {spec.name: spec for spec in specs}
+        self.fields: FieldIndex = field_index(
+            spec.args_model for spec in self._specs.values() if spec.args_model is not None
+        )
+        """Every field path a configuration for these plugins may hold ("did you mean" looks there)."""
 
     def __getitem__(self, name: str) -> PluginSpec:
-        return self._specs()[name]
+        return self._specs[name]
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._specs())
+        return iter(self._specs)
 
     def __len__(self) -> int:
-        return len(self._specs())
+        return len(self._specs)
 
+    def __repr__(self) -> str:
+        return f"PluginCatalog({', '.join(self._specs)})"
 
-CATALOG: Final[Mapping[str, PluginSpec]] = _Catalog()
+    def names(self) -> str:
+        """The names, for messages that must say what is available."""
+        return ", ".join(self._specs)
+
 
 DEFAULT_MULTI_POINT: Final[tuple[tuple[str, int | None], ...]] = (
     ("SchedulingGates", None),
@@ -81,8 +80,3 @@ DEFAULT_MULTI_POINT: Final[tuple[tuple[str, int | None], ...]] = (
 """kube-scheduler 1.34's default multiPoint plugins (name, score weight), in its order
 (pkg/scheduler/apis/config/v1/default_plugins.go). DynamicResources refuses pods with
 resourceClaims (allocation is not implemented)."""
-
-
-def shipped_plugins() -> str:
-    """The names, for messages that must say what is available."""
-    return ", ".join(CATALOG)

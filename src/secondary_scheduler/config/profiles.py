@@ -15,7 +15,7 @@ from secondary_scheduler.config.legacy import disabled_note as legacy_disabled_n
 from secondary_scheduler.config.legacy import enabled_note as legacy_enabled_note
 from secondary_scheduler.config.merge import Configured, PluginSet, effective_plugins
 from secondary_scheduler.config.model import ExtensionPoint, PluginEntry, Profile, enabled_plugins
-from secondary_scheduler.config.plugin_catalog import CATALOG, DEFAULT_MULTI_POINT, shipped_plugins
+from secondary_scheduler.config.plugin_catalog import DEFAULT_MULTI_POINT, PluginCatalog
 from secondary_scheduler.config.schema import PluginConfigInput, PluginSetInput, PluginsInput, ProfileInput
 from secondary_scheduler.config.versions import GROUP, ApiVersion
 
@@ -26,18 +26,19 @@ _FIT = "NodeResourcesFit"
 
 
 def build_profile(
-    raw: dict[str, Any], at: YamlPath, version: ApiVersion, findings: Findings
+    raw: dict[str, Any], at: YamlPath, version: ApiVersion, findings: Findings, catalog: PluginCatalog
 ) -> Profile | None:
     """The effective profile, or None if any part of it is malformed (every error recorded).
 
     The profile's own fields, its `plugins` and each `pluginConfig` entry are validated
-    separately, so a mistake in one still lets the others be checked.
+    separately, so a mistake in one still lets the others be checked. `catalog`: the
+    plugins that exist, where each may run and its args model.
     """
-    header = validate_model(ProfileInput, raw, at, findings)
-    plugins, legacy = _effective_plugins(raw.get("plugins"), (*at, "plugins"), findings)
-    configs = _plugin_configs(raw.get("pluginConfig"), (*at, "pluginConfig"), findings)
+    header = validate_model(ProfileInput, raw, at, findings, fields=catalog.fields)
+    plugins, legacy = _effective_plugins(raw.get("plugins"), (*at, "plugins"), findings, catalog)
+    configs = _plugin_configs(raw.get("pluginConfig"), (*at, "pluginConfig"), findings, catalog)
     enabled = enabled_plugins(plugins) if plugins is not None else None
-    args = _plugin_args(configs, at, enabled, legacy, version, findings)
+    args = _plugin_args(configs, at, enabled, legacy, version, findings, catalog)
     if header is None or plugins is None:
         return None
     if header.scheduler_name == "default-scheduler":
@@ -55,20 +56,20 @@ def build_profile(
 
 
 def _effective_plugins(
-    raw: Any, at: YamlPath, findings: Findings
+    raw: Any, at: YamlPath, findings: Findings, catalog: PluginCatalog
 ) -> tuple[dict[ExtensionPoint, tuple[PluginEntry, ...]] | None, LegacyScoring | None]:
     """Every extension point's plugins, and the legacy score plugin enabled (if any)."""
     if not isinstance(raw, dict | None):
         return None, None  # ProfileInput reports the wrong type
-    plugins_input = validate_model(PluginsInput, raw or {}, at, findings)
+    plugins_input = validate_model(PluginsInput, raw or {}, at, findings, fields=catalog.fields)
     if plugins_input is None:
         return None, None
-    multi_point, points, legacy = _plugin_sets(plugins_input.by_yaml_name(), at, findings)
+    multi_point, points, legacy = _plugin_sets(plugins_input.by_yaml_name(), at, findings, catalog)
     plugins = effective_plugins(
         _DEFAULTS,
         multi_point,
         points,
-        lambda name, point: point in CATALOG[name].extension_points,
+        lambda name, point: point in catalog[name].extension_points,
         findings,
         at,
     )
@@ -76,21 +77,23 @@ def _effective_plugins(
     return plugins, legacy
 
 
-def _plugin_configs(raw: Any, at: YamlPath, findings: Findings) -> list[tuple[int, PluginConfigInput]]:
+def _plugin_configs(
+    raw: Any, at: YamlPath, findings: Findings, catalog: PluginCatalog
+) -> list[tuple[int, PluginConfigInput]]:
     """The well-formed `pluginConfig` entries, with their indices."""
     if not isinstance(raw, list):
         return []  # ProfileInput reports the wrong type
     configs = []
     for index, item in enumerate(raw):
         if isinstance(item, dict):
-            entry = validate_model(PluginConfigInput, item, (*at, index), findings)
+            entry = validate_model(PluginConfigInput, item, (*at, index), findings, fields=catalog.fields)
             if entry is not None:
                 configs.append((index, entry))
     return configs
 
 
 def _plugin_sets(
-    sets: dict[str, PluginSetInput], at: YamlPath, findings: Findings
+    sets: dict[str, PluginSetInput], at: YamlPath, findings: Findings, catalog: PluginCatalog
 ) -> tuple[PluginSet, dict[ExtensionPoint, PluginSet], LegacyScoring | None]:
     """The user's sets, with unknown or misplaced plugins reported and legacy names mapped."""
     legacy: list[LegacyScoring] = []
@@ -105,9 +108,9 @@ def _plugin_sets(
                 findings.warn((*entry_at, "name"), legacy_enabled_note(name))
                 legacy.append(LegacyScoring(name, entry_at))
                 name = _FIT
-            spec = CATALOG.get(name)
+            spec = catalog.get(name)
             if spec is None:
-                findings.error((*entry_at, "name"), _not_shipped(name, key))
+                findings.error((*entry_at, "name"), _not_shipped(name, key, catalog))
                 continue
             if point is not None and point not in spec.extension_points:
                 implemented = ", ".join(p.value for p in ExtensionPoint if p in spec.extension_points)
@@ -131,8 +134,8 @@ def _plugin_sets(
             if entry.name in STRATEGY_OF:
                 findings.warn(entry_at, legacy_disabled_note(entry.name))
                 continue
-            if entry.name != "*" and entry.name not in CATALOG:
-                findings.warn(entry_at, f"nothing to disable: {_not_shipped(entry.name, key)}")
+            if entry.name != "*" and entry.name not in catalog:
+                findings.warn(entry_at, f"nothing to disable: {_not_shipped(entry.name, key, catalog)}")
             disabled.add(entry.name)
         converted[key] = PluginSet(tuple(enabled), frozenset(disabled))
     if len({choice.name for choice in legacy}) > 1:
@@ -149,16 +152,16 @@ def _plugin_sets(
     )
 
 
-def _not_shipped(name: str, where: str) -> str:
+def _not_shipped(name: str, where: str, catalog: PluginCatalog) -> str:
     if name in STRATEGY_OF:
         return (
             f"{name} was a score plugin (merged into NodeResourcesFit in v1beta2); "
             f"it cannot be used under {where}"
         )
-    close = [known for known in CATALOG if known.lower() == name.lower()]
-    close = close or difflib.get_close_matches(name, list(CATALOG), n=1, cutoff=0.7)
+    close = [known for known in catalog if known.lower() == name.lower()]
+    close = close or difflib.get_close_matches(name, list(catalog), n=1, cutoff=0.7)
     hint = f" (did you mean {close[0]}?)" if close else ""
-    return f"{name!r} is not a plugin this scheduler ships{hint}; it has: {shipped_plugins()}"
+    return f"{name!r} is not a plugin this scheduler ships{hint}; it has: {catalog.names()}"
 
 
 def _check_required_points(
@@ -182,6 +185,7 @@ def _plugin_args(
     legacy: LegacyScoring | None,
     version: ApiVersion,
     findings: Findings,
+    catalog: PluginCatalog,
 ) -> dict[str, BaseModel]:
     """Validated args for every enabled plugin that has an args model, defaulted where not given.
 
@@ -206,25 +210,25 @@ def _plugin_args(
         name_at = (*args_at[:-1], "name")
         not_enabled = f"ignored: {name} is not enabled in this profile"
         if name in STRATEGY_OF:
-            validated = _validate_args(args_model(name), raw, args_at, version, findings)
+            validated = _validate_args(args_model(name), raw, args_at, version, findings, catalog)
             if legacy is not None and legacy.name == name:
                 legacy_args = validated
             elif enabled is not None:
                 findings.warn(name_at, not_enabled)
-        elif name not in CATALOG:
-            findings.warn(name_at, f"ignored: {_not_shipped(name, 'pluginConfig')}")
+        elif name not in catalog:
+            findings.warn(name_at, f"ignored: {_not_shipped(name, 'pluginConfig', catalog)}")
         elif enabled is None or name not in enabled:
-            model = CATALOG[name].args_model
+            model = catalog[name].args_model
             if model is not None:
-                _validate_args(model, raw, args_at, version, findings)
+                _validate_args(model, raw, args_at, version, findings, catalog)
             if enabled is not None:
                 findings.warn(name_at, not_enabled)
-        elif CATALOG[name].args_model is None and raw:
+        elif catalog[name].args_model is None and raw:
             findings.warn(args_at, f"ignored: {name} takes no args")
 
     result: dict[str, BaseModel] = {}
     for name in enabled or ():
-        model = CATALOG[name].args_model
+        model = catalog[name].args_model
         if model is None:
             continue
         args_at, raw = given.get(name, ((*at, "pluginConfig"), {}))
@@ -232,17 +236,22 @@ def _plugin_args(
             if name not in given:
                 args_at = legacy.path
             raw = legacy.fit_args(raw, legacy_args, args_at, findings)
-        validated_args = _validate_args(model, raw, args_at, version, findings)
+        validated_args = _validate_args(model, raw, args_at, version, findings, catalog)
         if validated_args is not None:
             result[name] = validated_args
     return result
 
 
 def _validate_args(
-    model: type[M], raw: dict[str, Any], at: YamlPath, version: ApiVersion, findings: Findings
+    model: type[M],
+    raw: dict[str, Any],
+    at: YamlPath,
+    version: ApiVersion,
+    findings: Findings,
+    catalog: PluginCatalog,
 ) -> M | None:
     context = ArgsContext(version)
-    validated = validate_model(model, raw, at, findings, context)
+    validated = validate_model(model, raw, at, findings, context, fields=catalog.fields)
     for path, message in context.warnings:
         findings.warn((*at, *path), message)
     return validated

@@ -3,16 +3,16 @@
 In order: the same name in another case (`Token` -> `token`); the same name at another level
 of the document, which is what lost or extra indentation looks like (`leaderElect` at the
 top -> indent it under leaderElection); a near spelling at this level; else the fields
-allowed here. "Another level" is searched in an index of every field path the file may
-contain, built from the schema and every plugin's args model.
+allowed here. "Another level" is searched in a `FieldIndex` of every field path the file may
+contain, built from the schema and the args models of the plugins the command knows (the
+plugin catalog builds it once: `PluginCatalog.fields`).
 """
 
 from __future__ import annotations
 
 import difflib
-import functools
 import types
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Union, get_args, get_origin
 
@@ -21,11 +21,13 @@ from pydantic import BaseModel
 from secondary_scheduler.config.base import ResourceList, ResourceWeights
 from secondary_scheduler.config.errors import YamlPath, format_path
 from secondary_scheduler.config.legacy import LegacyRequestedToCapacityRatioArgs, LegacyResourcesArgs
-from secondary_scheduler.config.plugin_catalog import CATALOG
 from secondary_scheduler.config.schema import DocumentInput, PluginConfigInput, PluginsInput, ProfileInput
 
 Template = tuple[str, ...]
 """A field path with "[]" for every list index: `profiles[].plugins.score`."""
+
+FieldIndex = Mapping[str, list[Template]]
+"""Field name -> every path of a KubeSchedulerConfiguration where a field of that name may be."""
 
 _ARGS = ("profiles", "[]", "pluginConfig", "[]", "args")
 _RESOURCE_MAPS = (ResourceList, ResourceWeights)
@@ -39,17 +41,19 @@ class Suggestion:
     """The key belongs deeper than where it is: its parent's indentation was probably lost."""
 
 
-def suggest_field(key: str, parent: YamlPath, allowed: Sequence[str], elsewhere: bool = True) -> Suggestion:
-    """``elsewhere``: also look for ``key`` at other levels of a KubeSchedulerConfiguration (off for
-    other documents, such as a SecondaryScheduler CR)."""
+def suggest_field(
+    key: str, parent: YamlPath, allowed: Sequence[str], elsewhere: FieldIndex | None
+) -> Suggestion:
+    """``elsewhere``: where else ``key`` may be in a KubeSchedulerConfiguration (None for other
+    documents, such as a SecondaryScheduler CR: then only this level is searched)."""
     here = template(parent)
     same_level = [name for name in allowed if name.lower() == key.lower()]
     if same_level:
         return Suggestion(f"did you mean `{same_level[0]}`? Field names are case-sensitive", deeper=False)
     for matches in (lambda name: name == key, lambda name: name.lower() == key.lower()):
-        if not elsewhere:
+        if elsewhere is None:
             break
-        places = [place for name, found in _index().items() if matches(name) for place in found]
+        places = [place for name, found in elsewhere.items() if matches(name) for place in found]
         places = [place for place in places if place[:-1] != here]
         if places:
             return _relocate(key, parent, places)
@@ -135,16 +139,15 @@ def _render(places: list[Template]) -> tuple[str, str]:
     return " or ".join(format_path(place) for place in unique[:3]), ""
 
 
-@functools.cache
-def _index() -> dict[str, list[Template]]:
+def field_index(plugin_args_models: Iterable[type[BaseModel]]) -> FieldIndex:
+    """Every field path of a KubeSchedulerConfiguration whose plugins take these args models."""
     index: dict[str, list[Template]] = {}
     _add_fields(DocumentInput, (), index)
     _add_fields(ProfileInput, ("profiles", "[]"), index)
     _add_fields(PluginsInput, ("profiles", "[]", "plugins"), index)
     _add_fields(PluginConfigInput, ("profiles", "[]", "pluginConfig", "[]"), index)
-    args_models: list[type[BaseModel]] = [spec.args_model for spec in CATALOG.values() if spec.args_model]
-    args_models += [LegacyResourcesArgs, LegacyRequestedToCapacityRatioArgs]
-    for model in args_models:
+    legacy: list[type[BaseModel]] = [LegacyResourcesArgs, LegacyRequestedToCapacityRatioArgs]
+    for model in [*plugin_args_models, *legacy]:
         _add_fields(model, _ARGS, index)
     return {name: list(dict.fromkeys(places)) for name, places in index.items()}
 

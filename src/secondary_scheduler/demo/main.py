@@ -36,6 +36,7 @@ from secondary_scheduler.demo.workload import (
     web_pod,
 )
 from secondary_scheduler.kube.manifests import read_manifests, substitute
+from secondary_scheduler.plugins.catalog import IN_TREE_CATALOG
 
 REPO = Path(__file__).resolve().parents[3]
 OURS_LABEL = "ours: secsched + TargetLoadPacking"
@@ -155,7 +156,8 @@ def postfilter_plugins(config_text: str) -> str:
     them (our loader does the same): a profile that names only score plugins keeps the default
     postFilter, DefaultPreemption among it."""
     try:
-        loaded = load_config(substitute(config_text, {"PROM_URL": "http://prometheus", "PROM_TOKEN": "t"}))
+        text = substitute(config_text, {"PROM_URL": "http://prometheus", "PROM_TOKEN": "t"})
+        loaded = load_config(text, catalog=IN_TREE_CATALOG)
     except ConfigError as error:
         return f"unknown ({error})"
     entries = loaded.config.profiles[0].plugins[ExtensionPoint.POST_FILTER]

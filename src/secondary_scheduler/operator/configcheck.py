@@ -7,6 +7,10 @@ why, with the loader's file:line messages.
 Another scheduler image (say, upstream scheduler-plugins) may ship plugins we do not, so for
 a foreign `schedulerImage` only what every kube-scheduler needs is enforced (YAML that is a
 KubeSchedulerConfiguration); the loader's other findings are reported but do not block.
+
+Our image runs the in-tree plugins, so the check loads with `plugins.catalog.IN_TREE_CATALOG`:
+their names, extension points and args models, without their code (the operator imports
+neither the scheduling framework nor numpy; tests/unit/test_import_graph.py holds it to that).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import yaml
 from secondary_scheduler.config import ConfigError, load_config
 from secondary_scheduler.operator import names
 from secondary_scheduler.operator.spec import SecondarySchedulerSpec
+from secondary_scheduler.plugins.catalog import IN_TREE_CATALOG
 from secondary_scheduler.safeyaml import MAX_CONFIG_BYTES, safe_load
 
 State = Literal["valid", "unverified", "invalid", "missing", "unset"]
@@ -94,7 +99,7 @@ def check_config(
     source = f"configmap/{name}:{names.CONFIG_KEY}"
     document = _parse(text)
     try:
-        result = load_config(text, source)
+        result = load_config(text, source, catalog=IN_TREE_CATALOG)
     except ConfigError as error:
         problems = [problem.render(source) for problem in error.problems]
         if is_our_image(spec.image) or not _is_scheduler_config(document):

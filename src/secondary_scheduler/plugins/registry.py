@@ -5,41 +5,48 @@ plugins installed as Python packages that declare an entry point in the group
 ``secondary_scheduler.plugins``, and plugins named on the command line (``--plugin
 module:Class``). A plugin class is the single statement of a plugin: its ``name``, its
 ``args_model`` and (from its bases) its extension points; the config loader's catalog is
-computed from this registry, so an installed plugin's args are validated like ours.
+computed from the registry (``catalog_of``), so an installed plugin's args are validated
+like ours.
+
+There is no process-wide registry: each command builds one with ``load_registry`` (the
+``--plugin`` option does it: ``cli.plugin_option``) and hands it down, the catalog to the
+config loader and the registry to the framework, as kube-scheduler's ``app.WithPlugin``.
 """
 
 from __future__ import annotations
 
-import functools
 import importlib
 from collections.abc import Iterable, Mapping
 from importlib.metadata import EntryPoint, entry_points
 
 from secondary_scheduler.config.base import ConfigModel
+from secondary_scheduler.config.plugin_catalog import PluginCatalog, PluginSpec
 from secondary_scheduler.framework.interface import Plugin
-from secondary_scheduler.plugins.coscheduling import Coscheduling
-from secondary_scheduler.plugins.defaultbinder import DefaultBinder
-from secondary_scheduler.plugins.defaultpreemption import DefaultPreemption
-from secondary_scheduler.plugins.dynamicresources import DynamicResources
-from secondary_scheduler.plugins.imagelocality import ImageLocality
-from secondary_scheduler.plugins.interpodaffinity import InterPodAffinity
-from secondary_scheduler.plugins.nodeaffinity import NodeAffinity
-from secondary_scheduler.plugins.nodename import NodeName
-from secondary_scheduler.plugins.nodeports import NodePorts
-from secondary_scheduler.plugins.noderesources import BalancedAllocation, Fit
-from secondary_scheduler.plugins.noderesourcetopology import NodeResourceTopologyMatch
-from secondary_scheduler.plugins.nodeunschedulable import NodeUnschedulable
-from secondary_scheduler.plugins.nodevolumelimits import NodeVolumeLimits
-from secondary_scheduler.plugins.podtopologyspread import PodTopologySpread
-from secondary_scheduler.plugins.prioritysort import PrioritySort
-from secondary_scheduler.plugins.schedulinggates import SchedulingGates
-from secondary_scheduler.plugins.tainttoleration import TaintToleration
+from secondary_scheduler.plugins.coscheduling.plugin import Coscheduling
+from secondary_scheduler.plugins.defaultbinder.default_binder import DefaultBinder
+from secondary_scheduler.plugins.defaultpreemption.plugin import DefaultPreemption
+from secondary_scheduler.plugins.dynamicresources.dynamic_resources import DynamicResources
+from secondary_scheduler.plugins.imagelocality.image_locality import ImageLocality
+from secondary_scheduler.plugins.interpodaffinity.plugin import InterPodAffinity
+from secondary_scheduler.plugins.loadawarepacking.plugin import LoadAwarePacking
+from secondary_scheduler.plugins.nodeaffinity.node_affinity import NodeAffinity
+from secondary_scheduler.plugins.nodename.node_name import NodeName
+from secondary_scheduler.plugins.nodeports.node_ports import NodePorts
+from secondary_scheduler.plugins.noderesources.balanced_allocation import BalancedAllocation
+from secondary_scheduler.plugins.noderesources.fit import Fit
+from secondary_scheduler.plugins.noderesourcetopology.plugin import NodeResourceTopologyMatch
+from secondary_scheduler.plugins.nodeunschedulable.node_unschedulable import NodeUnschedulable
+from secondary_scheduler.plugins.nodevolumelimits.csi import NodeVolumeLimits
+from secondary_scheduler.plugins.podtopologyspread.plugin import PodTopologySpread
+from secondary_scheduler.plugins.prioritysort.priority_sort import PrioritySort
+from secondary_scheduler.plugins.schedulinggates.scheduling_gates import SchedulingGates
+from secondary_scheduler.plugins.tainttoleration.taint_toleration import TaintToleration
 from secondary_scheduler.plugins.trimaran.loadvariationriskbalancing.plugin import LoadVariationRiskBalancing
 from secondary_scheduler.plugins.trimaran.lowriskovercommitment.plugin import LowRiskOverCommitment
 from secondary_scheduler.plugins.trimaran.targetloadpacking.plugin import TargetLoadPacking
-from secondary_scheduler.plugins.volumebinding import VolumeBinding
-from secondary_scheduler.plugins.volumerestrictions import VolumeRestrictions
-from secondary_scheduler.plugins.volumezone import VolumeZone
+from secondary_scheduler.plugins.volumebinding.volume_binding import VolumeBinding
+from secondary_scheduler.plugins.volumerestrictions.volume_restrictions import VolumeRestrictions
+from secondary_scheduler.plugins.volumezone.volume_zone import VolumeZone
 
 Registry = dict[str, type[Plugin]]
 
@@ -68,12 +75,11 @@ IN_TREE: tuple[type[Plugin], ...] = (
     TargetLoadPacking,
     LoadVariationRiskBalancing,
     LowRiskOverCommitment,
+    LoadAwarePacking,
     Coscheduling,
     NodeResourceTopologyMatch,
 )
 """kube-scheduler's plugins we implement, and scheduler-plugins' we ship (Trimaran)."""
-
-_plugin_paths: list[str] = []
 
 
 class PluginLoadError(Exception):
@@ -170,19 +176,21 @@ def merge(registry: Registry, plugins: Iterable[type[Plugin]], origin: str) -> R
     return registry
 
 
-def use_plugin_paths(paths: Iterable[str]) -> None:
-    """Plugins named on the command line join the default registry (call before loading the config)."""
-    _plugin_paths[:] = list(paths)
-    default_registry.cache_clear()
-
-
-@functools.cache
-def default_registry() -> Mapping[str, type[Plugin]]:
-    """Every plugin this process can run: in-tree, installed entry points, then ``--plugin`` ones."""
+def load_registry(plugin_paths: Iterable[str] = ()) -> Registry:
+    """Every plugin a command can run: in-tree, installed entry points, then ``plugin_paths``
+    (``--plugin``). Each command calls it once, at start, and hands the result down."""
     registry = in_tree_registry()
     for entry in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda entry: entry.name):
         plugin = _load_entry_point(entry)
         merge(registry, [plugin], _entry_point_origin(entry))
-    for path in _plugin_paths:
+    for path in plugin_paths:
         merge(registry, [load_plugin_path(path)], f"--plugin={path}")
     return registry
+
+
+def catalog_of(registry: Mapping[str, type[Plugin]]) -> PluginCatalog:
+    """What the config loader needs to know of each plugin in ``registry``, read from its class."""
+    return PluginCatalog(
+        PluginSpec(name, plugin.extension_points(), plugin.args_model, plugin.enabled_warning)
+        for name, plugin in registry.items()
+    )

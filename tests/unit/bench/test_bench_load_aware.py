@@ -51,6 +51,7 @@ from secondary_scheduler.cluster.schedulers import OURS, UPSTREAM
 from secondary_scheduler.config.loader import load_config
 from secondary_scheduler.config.model import ExtensionPoint
 from secondary_scheduler.demo.main import example_config
+from secondary_scheduler.plugins.catalog import IN_TREE_CATALOG
 
 JSON = dict[str, Any]
 PROMETHEUS = "http://127.0.0.1:9090"
@@ -143,7 +144,7 @@ def test_the_config_is_seed_000s_profile_as_deploy_ships_it_under_the_bench_name
     }
     assert packing_args(text) == PackingArgs(target=70, multiplier=1.0, default_cpu=2000)
     # our scheduler reads it: TargetLoadPacking scores beside the defaults but BalancedAllocation
-    [ours] = load_config(text).config.profiles
+    [ours] = load_config(text, catalog=IN_TREE_CATALOG).config.profiles
     names = [entry.name for entry in ours.plugins[ExtensionPoint.SCORE]]
     assert TARGET_LOAD_PACKING in names and "NodeResourcesFit" in names
     assert "NodeResourcesBalancedAllocation" not in names

@@ -49,6 +49,7 @@ from secondary_scheduler.config.loader import load_config
 from secondary_scheduler.config.model import ExtensionPoint
 from secondary_scheduler.demo.main import example_config
 from secondary_scheduler.kube.client import ApiClient
+from secondary_scheduler.plugins.catalog import IN_TREE_CATALOG
 
 JSON = dict[str, Any]
 PROMETHEUS = "http://127.0.0.1:9090"
@@ -124,7 +125,7 @@ def test_the_config_is_the_load_aware_profile_with_lvrb_in_target_load_packings_
         "burst": 5000,
     }
     # our scheduler reads it: LVRB scores beside the defaults but BalancedAllocation
-    [ours] = load_config(text).config.profiles
+    [ours] = load_config(text, catalog=IN_TREE_CATALOG).config.profiles
     names = [entry.name for entry in ours.plugins[ExtensionPoint.SCORE]]
     assert LVRB in names and "NodeResourcesFit" in names
     assert TARGET_LOAD_PACKING not in names and "NodeResourcesBalancedAllocation" not in names

@@ -10,6 +10,7 @@ import yaml
 
 from secondary_scheduler import safeyaml
 from secondary_scheduler.config import ConfigError, load_config
+from secondary_scheduler.plugins.catalog import IN_TREE_CATALOG
 
 HEADER = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
 
@@ -41,7 +42,7 @@ def test_alias_bombs_stop_before_expanding(bomb: str) -> None:
 
 def test_the_config_loader_reports_a_bomb_with_its_line() -> None:
     with pytest.raises(ConfigError) as caught:
-        load_config(HEADER + laughs(), "bomb.yaml")
+        load_config(HEADER + laughs(), "bomb.yaml", catalog=IN_TREE_CATALOG)
     (problem,) = caught.value.problems
     assert problem.line is not None and "aliases" in problem.message
 
@@ -66,7 +67,7 @@ def test_size_is_checked_before_parsing(tmp_path: pytest.TempPathFactory) -> Non
     with pytest.raises(safeyaml.YamlLimitError, match="at most 1 KiB is read"):
         safeyaml.safe_load("x" * 2048, max_bytes=1024)
     with pytest.raises(ConfigError, match="at most 1 MiB"):
-        load_config(HEADER + "#" * (1024 * 1024), "big.yaml")
+        load_config(HEADER + "#" * (1024 * 1024), "big.yaml", catalog=IN_TREE_CATALOG)
 
 
 def test_numbers_are_read_as_kubernetes_reads_them() -> None:

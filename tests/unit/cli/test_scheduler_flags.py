@@ -14,6 +14,8 @@ from click.testing import CliRunner
 
 from secondary_scheduler.cli.main import cli
 from secondary_scheduler.config import load_config
+from secondary_scheduler.plugins.catalog import IN_TREE_CATALOG
+from secondary_scheduler.plugins.registry import Registry
 from secondary_scheduler.scheduler import app
 from secondary_scheduler.scheduler.options import UNSUPPORTED_FLAGS, LeaderElectionFlags, SchedulerFlags
 
@@ -109,16 +111,18 @@ def test_version() -> None:
 
 
 def test_the_scheduler_runs_on_uvloop(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The command hands its flags to ``app.run`` inside uvloop's loop and exits with its code."""
+    """The command hands its flags and its plugin registry to ``app.run`` inside uvloop's loop
+    and exits with its code."""
     seen: list[object] = []
 
-    async def fake_run(flags: SchedulerFlags) -> int:
+    async def fake_run(flags: SchedulerFlags, registry: Registry) -> int:
         seen.append(type(asyncio.get_running_loop()))
+        seen.append(registry["NodeResourcesFit"].__name__)
         return 3
 
     monkeypatch.setattr(app, "run", fake_run)
     assert run("--leader-elect=false")[0] == 3
-    assert seen == [uvloop.Loop]
+    assert seen == [uvloop.Loop, "Fit"]
 
 
 def test_write_config_to_applies_the_flags(tmp_path: Path) -> None:
@@ -131,7 +135,7 @@ def test_write_config_to_applies_the_flags(tmp_path: Path) -> None:
     assert written["enableProfiling"] is False
     assert written["leaderElection"]["leaderElect"] is False
     assert written["clientConnection"]["qps"] == 20
-    load_config(out.read_text(), str(out))  # and it loads back
+    load_config(out.read_text(), str(out), catalog=IN_TREE_CATALOG)  # and it loads back
 
 
 @pytest.mark.parametrize(
@@ -207,6 +211,7 @@ def test_effective_config_merges_flags_as_kube_scheduler() -> None:
         "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
         "clientConnection: {qps: 7}\n",
         "c",
+        catalog=IN_TREE_CATALOG,
     ).config
     flags = SchedulerFlags(
         config="c.yaml",

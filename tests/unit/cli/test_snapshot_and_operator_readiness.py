@@ -15,6 +15,8 @@ from secondary_scheduler.cluster.localcluster import free_port
 from secondary_scheduler.config import load_config
 from secondary_scheduler.kube.client import ApiError
 from secondary_scheduler.operator import controller
+from secondary_scheduler.plugins.catalog import IN_TREE_CATALOG
+from secondary_scheduler.plugins.registry import in_tree_registry
 
 CONFIG = """\
 apiVersion: kubescheduler.config.k8s.io/v1
@@ -29,8 +31,8 @@ profiles:
 
 
 def test_the_resources_plugins_read_are_listed_without_touching_their_sources() -> None:
-    config = load_config(CONFIG, "c").config
-    plurals = {resource.plural for resource in snapshot_cmd.informer_resources(config)}
+    config = load_config(CONFIG, "c", catalog=IN_TREE_CATALOG).config
+    plurals = {resource.plural for resource in snapshot_cmd.informer_resources(config, in_tree_registry())}
     assert {"persistentvolumeclaims", "storageclasses", "namespaces"} <= plurals
     assert len(snapshot_cmd.trimaran_args(config)) == 1
 

@@ -6,6 +6,7 @@ import pytest
 
 from secondary_scheduler.apivalidation import check_node, check_pod, quantity_problem
 from secondary_scheduler.config import ConfigError, load_config
+from secondary_scheduler.plugins.catalog import IN_TREE_CATALOG
 
 HEADER = (
     "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
@@ -23,7 +24,7 @@ profiles:
 
 def errors(body: str) -> list[str]:
     with pytest.raises(ConfigError) as caught:
-        load_config(HEADER + body, "c.yaml")
+        load_config(HEADER + body, "c.yaml", catalog=IN_TREE_CATALOG)
     return [problem.render("c.yaml") for problem in caught.value.problems]
 
 
@@ -70,7 +71,9 @@ def test_a_placeholder_is_reported_once_not_also_as_a_bad_url() -> None:
 
 
 def test_target_utilization_zero_still_defaults_with_a_warning() -> None:
-    result = load_config(HEADER + TLP.replace("ARGS", "{targetUtilization: 0}"), "c.yaml")
+    result = load_config(
+        HEADER + TLP.replace("ARGS", "{targetUtilization: 0}"), "c.yaml", catalog=IN_TREE_CATALOG
+    )
     assert any("using the default, 40" in warning.message for warning in result.warnings)
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from secondary_scheduler.config import ConfigError, LoadResult, Problem, load_config
+from secondary_scheduler.plugins.catalog import IN_TREE_CATALOG
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -24,7 +25,7 @@ def load() -> Callable[..., LoadResult]:
     """load(body, version="v1") -> LoadResult of a document with that body."""
 
     def _load(body: str = "", version: str = "v1") -> LoadResult:
-        return load_config(document(body, version), "test.yaml")
+        return load_config(document(body, version), "test.yaml", catalog=IN_TREE_CATALOG)
 
     return _load
 
@@ -35,7 +36,7 @@ def errors() -> Callable[..., list[Problem]]:
 
     def _errors(body: str = "", version: str = "v1") -> list[Problem]:
         with pytest.raises(ConfigError) as caught:
-            load_config(document(body, version), "test.yaml")
+            load_config(document(body, version), "test.yaml", catalog=IN_TREE_CATALOG)
         return caught.value.problems
 
     return _errors

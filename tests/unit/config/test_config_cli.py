@@ -9,6 +9,7 @@ from click.testing import CliRunner
 
 from secondary_scheduler.cli.main import cli
 from secondary_scheduler.config import load_config
+from secondary_scheduler.plugins.catalog import IN_TREE_CATALOG
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -32,7 +33,10 @@ def test_a_valid_file_prints_the_effective_configuration(tmp_path: Path) -> None
     assert {"name": "TargetLoadPacking", "weight": 1} in document["profiles"][0]["plugins"]["score"][
         "enabled"
     ]
-    assert load_config(result.stdout).config == load_config(path.read_text()).config
+    assert (
+        load_config(result.stdout, catalog=IN_TREE_CATALOG).config
+        == load_config(path.read_text(), catalog=IN_TREE_CATALOG).config
+    )
     warnings = result.stderr.splitlines()
     assert len(warnings) == 4
     assert warnings[1] == (

@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from secondary_scheduler.config import LoadResult, dump_config, dump_config_yaml, load_config
+from secondary_scheduler.plugins.catalog import IN_TREE_CATALOG
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -48,7 +49,7 @@ profiles:
 @pytest.mark.parametrize("body", ["", RICH])
 def test_the_dump_loads_back_to_the_same_configuration(load: Load, body: str) -> None:
     config = load(body).config
-    assert load_config(dump_config_yaml(config)).config == config
+    assert load_config(dump_config_yaml(config), catalog=IN_TREE_CATALOG).config == config
 
 
 def test_legacy_and_old_versions_dump_as_plain_v1(load: Load) -> None:
@@ -57,7 +58,7 @@ def test_legacy_and_old_versions_dump_as_plain_v1(load: Load) -> None:
         "  plugins: {score: {enabled: [{name: NodeResourcesMostAllocated}]}}\n",
         "v1beta1",
     ).config
-    reloaded = load_config(dump_config_yaml(config))
+    reloaded = load_config(dump_config_yaml(config), catalog=IN_TREE_CATALOG)
     assert reloaded.config == config
     assert not [
         w for w in reloaded.warnings if "merged into NodeResourcesFit" in w.message or w.path == "apiVersion"
@@ -67,9 +68,10 @@ def test_legacy_and_old_versions_dump_as_plain_v1(load: Load) -> None:
 def test_a_seed_round_trips() -> None:
     text = (FIXTURES / "seed000_v1beta3.yaml").read_text()
     config = load_config(
-        text.replace("${PROM_URL}", "https://prometheus").replace("${PROM_TOKEN}", "t")
+        text.replace("${PROM_URL}", "https://prometheus").replace("${PROM_TOKEN}", "t"),
+        catalog=IN_TREE_CATALOG,
     ).config
-    assert load_config(dump_config_yaml(config)).config == config
+    assert load_config(dump_config_yaml(config), catalog=IN_TREE_CATALOG).config == config
 
 
 def test_the_dump_spells_out_every_plugin_and_default(load: Load) -> None:

@@ -7,6 +7,7 @@ from collections.abc import Callable
 import pytest
 
 from secondary_scheduler.config import ConfigError, LoadResult, Problem, load_config
+from secondary_scheduler.plugins.catalog import IN_TREE_CATALOG
 
 Load = Callable[..., LoadResult]
 Errors = Callable[..., list[Problem]]
@@ -252,7 +253,7 @@ def test_duplicate_keys_are_errors_but_merge_keys_are_not(errors: Errors, load: 
 )
 def test_documents_that_are_not_a_scheduler_configuration(text: str, fragment: str) -> None:
     with pytest.raises(ConfigError) as caught:
-        load_config(text, "x.yaml")
+        load_config(text, "x.yaml", catalog=IN_TREE_CATALOG)
     (problem,) = caught.value.problems
     assert fragment in problem.message
 
@@ -307,6 +308,7 @@ def test_error_rendering_and_the_exception_text() -> None:
         load_config(
             "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nparallelism: x\n",
             "c.yaml",
+            catalog=IN_TREE_CATALOG,
         )
     error = caught.value
     assert (

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from secondary_scheduler.config import ConfigError, ExtensionPoint, LoadResult, Problem, load_config
+from secondary_scheduler.plugins.catalog import IN_TREE_CATALOG
 from secondary_scheduler.plugins.trimaran.targetloadpacking.args import TargetLoadPackingArgs
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -39,7 +40,7 @@ def fixture_text(name: str, substituted: bool) -> str:
 
 
 def load_fixture(name: str, substituted: bool = True) -> LoadResult:
-    return load_config(fixture_text(name, substituted), name)
+    return load_config(fixture_text(name, substituted), name, catalog=IN_TREE_CATALOG)
 
 
 def problems_of(name: str, substituted: bool = True) -> list[Problem]:
@@ -159,7 +160,7 @@ def test_seed_001_loads_once_its_mistakes_are_fixed() -> None:
     fixed = (
         text.replace("\xa0", " ").replace("\nleaderElect:", "\n  leaderElect:").replace("Token:", "token:")
     )
-    profile = load_config(fixed).config.profiles[0]
+    profile = load_config(fixed, catalog=IN_TREE_CATALOG).config.profiles[0]
     assert isinstance(profile.plugin_args["TargetLoadPacking"], TargetLoadPackingArgs)
 
 

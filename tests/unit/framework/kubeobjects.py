@@ -10,6 +10,7 @@ from typing import Any
 
 from secondary_scheduler.config import load_config
 from secondary_scheduler.framework import Framework, Handle, NodeTable, PodInfo, ProfileSpec
+from secondary_scheduler.plugins.catalog import IN_TREE_CATALOG
 from secondary_scheduler.plugins.registry import in_tree_registry
 
 JSON = dict[str, Any]
@@ -97,7 +98,7 @@ def _default_plugins() -> Mapping[str, Sequence[tuple[str, int]]]:
         "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
         "profiles: [{schedulerName: default-scheduler}]\n"
     )
-    profile = load_config(text, "<defaults>").config.profiles[0]
+    profile = load_config(text, "<defaults>", catalog=IN_TREE_CATALOG).config.profiles[0]
     return {
         str(point): [(entry.name, entry.weight) for entry in entries]
         for point, entries in profile.plugins.items()

@@ -7,7 +7,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from secondary_scheduler.framework import Handle
 from secondary_scheduler.framework.args import args_mapping
-from secondary_scheduler.plugins.interpodaffinity import InterPodAffinity
+from secondary_scheduler.plugins.interpodaffinity.plugin import InterPodAffinity
 
 
 class Collector:

@@ -18,7 +18,6 @@ import pydantic
 import pytest
 from tests.unit.framework.kubeobjects import container, default_framework, make_node, make_pod, table_of
 
-from secondary_scheduler.config.plugin_catalog import CATALOG
 from secondary_scheduler.framework import (
     CycleState,
     Framework,
@@ -42,8 +41,13 @@ from secondary_scheduler.framework.preemption import (
 )
 from secondary_scheduler.framework.status import Code, Status
 from secondary_scheduler.kube.client import ApiError
-from secondary_scheduler.plugins.defaultpreemption import DefaultPreemption, DefaultPreemptionArgs
-from secondary_scheduler.plugins.defaultpreemption.plugin import PRE_FILTER_PASSED, PreemptionNote
+from secondary_scheduler.plugins.catalog import IN_TREE_CATALOG
+from secondary_scheduler.plugins.defaultpreemption.args import DefaultPreemptionArgs
+from secondary_scheduler.plugins.defaultpreemption.plugin import (
+    PRE_FILTER_PASSED,
+    DefaultPreemption,
+    PreemptionNote,
+)
 
 JSON = dict[str, Any]
 OLD = "2020-01-01T00:00:00Z"
@@ -339,7 +343,7 @@ def test_num_candidates_follows_kube_scheduler() -> None:
         )
     with pytest.raises(pydantic.ValidationError):
         DefaultPreemptionArgs.model_validate({"minCandidateNodesPercentage": 101})
-    assert CATALOG["DefaultPreemption"].args_model is DefaultPreemptionArgs
+    assert IN_TREE_CATALOG["DefaultPreemption"].args_model is DefaultPreemptionArgs
 
 
 def test_the_nominated_room_is_kept_for_pods_of_equal_or_higher_priority() -> None:

@@ -8,7 +8,7 @@ from tests.unit.framework.kubeobjects import make_node, make_pod, pod_info, tabl
 from tests.unit.plugins.pluginruns import raw_and_normalized, rejections
 
 from secondary_scheduler.framework import Handle
-from secondary_scheduler.plugins.interpodaffinity import InterPodAffinity
+from secondary_scheduler.plugins.interpodaffinity.plugin import InterPodAffinity
 
 AFFINITY = "node(s) didn't match pod affinity rules [unresolvable]"
 ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"

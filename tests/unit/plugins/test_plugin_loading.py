@@ -11,14 +11,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from secondary_scheduler.cli.main import cli
-from secondary_scheduler.plugins.registry import PluginLoadError, default_registry, use_plugin_paths
+from secondary_scheduler.plugins.registry import PluginLoadError, load_registry
 
 REPO = Path(__file__).resolve().parents[3]
 BROKEN = "tests.unit.plugins.brokenplugins"
@@ -31,14 +30,6 @@ kind: KubeSchedulerConfiguration
 profiles:
 - schedulerName: secondary-scheduler
 """
-
-
-@pytest.fixture(autouse=True)
-def fresh_registry() -> Iterator[None]:
-    """The registry is process-wide: start from none and leave none of these plugins behind."""
-    use_plugin_paths([])
-    yield
-    use_plugin_paths([])
 
 
 @pytest.fixture
@@ -164,9 +155,8 @@ def test_a_broken_installed_plugin_stops_the_registry(
 ) -> None:
     install_fake_distribution(tmp_path, "broken-plugins", entry_point)
     monkeypatch.syspath_prepend(str(tmp_path))
-    default_registry.cache_clear()
     with pytest.raises(PluginLoadError) as caught:
-        default_registry()
+        load_registry()
     assert str(caught.value).startswith(message)
 
 

@@ -9,7 +9,7 @@ from tests.unit.framework.kubeobjects import make_node, pod_info, table_of
 from tests.unit.plugins.pluginruns import raw_and_normalized, rejections
 
 from secondary_scheduler.framework import Handle
-from secondary_scheduler.plugins.nodeaffinity import NodeAffinity
+from secondary_scheduler.plugins.nodeaffinity.node_affinity import NodeAffinity
 
 POD_REASON = "node(s) didn't match Pod's node affinity/selector [unresolvable]"
 

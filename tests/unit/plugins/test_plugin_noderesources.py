@@ -12,7 +12,8 @@ from tests.unit.framework.kubeobjects import container, make_node, make_pod, pod
 from tests.unit.plugins.pluginruns import raw_and_normalized, rejections, scores
 
 from secondary_scheduler.framework import Handle, PodInfo
-from secondary_scheduler.plugins.noderesources import BalancedAllocation, Fit
+from secondary_scheduler.plugins.noderesources.balanced_allocation import BalancedAllocation
+from secondary_scheduler.plugins.noderesources.fit import Fit
 
 
 def fit(**args: Any) -> Fit:

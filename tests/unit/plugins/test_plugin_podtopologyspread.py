@@ -8,7 +8,7 @@ from tests.unit.framework.kubeobjects import make_node, make_pod, pod_info, tabl
 from tests.unit.plugins.pluginruns import raw_and_normalized, rejections
 
 from secondary_scheduler.framework import Handle, PodInfo
-from secondary_scheduler.plugins.podtopologyspread import PodTopologySpread
+from secondary_scheduler.plugins.podtopologyspread.plugin import PodTopologySpread
 
 SKEW = "node(s) didn't match pod topology spread constraints"
 MISSING = "node(s) didn't match pod topology spread constraints (missing required label) [unresolvable]"

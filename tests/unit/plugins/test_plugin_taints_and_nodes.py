@@ -11,8 +11,7 @@ from tests.unit.plugins.pluginruns import raw_and_normalized, rejections, scores
 from secondary_scheduler.framework import CycleState, Handle, NodeTable, PodInfo
 from secondary_scheduler.framework.status import Code
 from secondary_scheduler.framework.taints import Taint, Toleration
-from secondary_scheduler.plugins.dynamicresources import DynamicResources
-from secondary_scheduler.plugins.dynamicresources.dynamic_resources import UNSUPPORTED
+from secondary_scheduler.plugins.dynamicresources.dynamic_resources import UNSUPPORTED, DynamicResources
 from secondary_scheduler.plugins.imagelocality import ImageLocality
 from secondary_scheduler.plugins.imagelocality.image_locality import normalized_image_name
 from secondary_scheduler.plugins.nodename import NodeName

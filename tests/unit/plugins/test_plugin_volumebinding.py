@@ -33,14 +33,14 @@ from secondary_scheduler.framework.status import Code
 from secondary_scheduler.kube.client import ApiClient, ApiError
 from secondary_scheduler.plugins.nodevolumelimits.csitranslation import MIGRATED_PLUGINS_ANNOTATION
 from secondary_scheduler.plugins.registry import in_tree_registry
-from secondary_scheduler.plugins.volumebinding import VolumeBinding, VolumeBindingArgs
+from secondary_scheduler.plugins.volumebinding.args import VolumeBindingArgs
 from secondary_scheduler.plugins.volumebinding.binder import (
     REASON_BIND_CONFLICT,
     REASON_NODE_CONFLICT,
     REASON_NOT_ENOUGH_SPACE,
     REASON_PV_NOT_EXIST,
 )
-from secondary_scheduler.plugins.volumebinding.volume_binding import VolumeBindingFilterError
+from secondary_scheduler.plugins.volumebinding.volume_binding import VolumeBinding, VolumeBindingFilterError
 
 JSON = dict[str, Any]
 WFFC = storage_class("wffc")

@@ -22,6 +22,7 @@ from secondary_scheduler.config.extenders import Extender as ExtenderConfig
 from secondary_scheduler.framework import CycleState, Framework, Handle, NodeTable, PodInfo
 from secondary_scheduler.framework.extender import EXTENDER_NAME, ExtenderError, ExtenderFilterResult
 from secondary_scheduler.framework.status import Code
+from secondary_scheduler.plugins.catalog import IN_TREE_CATALOG
 from secondary_scheduler.plugins.registry import in_tree_registry
 from secondary_scheduler.scheduler.extenders import HTTPExtender, build_extenders, ssl_context
 
@@ -30,7 +31,7 @@ HEADER = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfigu
 
 def _problems(body: str) -> dict[str, str]:
     with pytest.raises(ConfigError) as caught:
-        load_config(HEADER + body, "test.yaml")
+        load_config(HEADER + body, "test.yaml", catalog=IN_TREE_CATALOG)
     return {problem.path: problem.message for problem in caught.value.problems}
 
 
@@ -43,7 +44,8 @@ def _config(**fields: Any) -> ExtenderConfig:
 
 def test_config_defaults_and_dump() -> None:
     config = load_config(
-        HEADER + "extenders: [{urlPrefix: 'http://ext:8888/x', filterVerb: filter}]\n"
+        HEADER + "extenders: [{urlPrefix: 'http://ext:8888/x', filterVerb: filter}]\n",
+        catalog=IN_TREE_CATALOG,
     ).config
     (extender,) = config.extenders
     assert extender.http_timeout == 5.0  # upstream's DefaultExtenderTimeout
@@ -51,7 +53,8 @@ def test_config_defaults_and_dump() -> None:
     assert extender.url("filter") == "http://ext:8888/x/filter"
     dumped = dump_config_yaml(config)
     assert "urlPrefix: http://ext:8888/x" in dumped and "httpTimeout: 5s" in dumped
-    assert load_config(dumped).config.extenders == config.extenders  # the dump reads back the same
+    reloaded = load_config(dumped, catalog=IN_TREE_CATALOG)
+    assert reloaded.config.extenders == config.extenders  # the dump reads back the same
 
 
 def test_config_upstream_checks() -> None:
@@ -84,7 +87,7 @@ def test_config_refuses_what_cannot_work() -> None:
 def test_ignored_by_scheduler_reaches_node_resources_fit() -> None:
     gpu = "{name: example.com/gpu, ignoredByScheduler: true}"
     body = f"extenders: [{{urlPrefix: 'http://a', managedResources: [{gpu}]}}]\n"
-    profile = load_config(HEADER + body).config.profiles[0]
+    profile = load_config(HEADER + body, catalog=IN_TREE_CATALOG).config.profiles[0]
     assert profile.plugin_args["NodeResourcesFit"].model_dump(by_alias=True)["ignoredResources"] == [
         "example.com/gpu"
     ]

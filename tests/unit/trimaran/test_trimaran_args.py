@@ -12,6 +12,7 @@ import pytest
 from pydantic import ValidationError
 
 from secondary_scheduler.config import ConfigError, load_config
+from secondary_scheduler.plugins.catalog import IN_TREE_CATALOG
 from secondary_scheduler.plugins.trimaran.args import TrimaranArgs
 from secondary_scheduler.plugins.trimaran.loadvariationriskbalancing.args import (
     LoadVariationRiskBalancingArgs,
@@ -78,7 +79,8 @@ def test_signalfx_stops_the_config_at_load() -> None:
             "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
             "profiles:\n- schedulerName: s\n  plugins: {multiPoint: {enabled: [{name: TargetLoadPacking}]}}\n"
             "  pluginConfig:\n  - name: TargetLoadPacking\n"
-            "    args: {metricProvider: {type: SignalFx, address: 'https://ingest.signalfx.com'}}\n"
+            "    args: {metricProvider: {type: SignalFx, address: 'https://ingest.signalfx.com'}}\n",
+            catalog=IN_TREE_CATALOG,
         )
     (problem,) = caught.value.problems
     assert problem.path == "profiles[0].pluginConfig[0].args"
@@ -105,7 +107,8 @@ def test_type_meta_is_accepted() -> None:
         "profiles:\n- schedulerName: s\n  plugins: {multiPoint: {enabled: [{name: LowRiskOverCommitment}]}}\n"
         "  pluginConfig:\n  - name: LowRiskOverCommitment\n    args:\n"
         "      apiVersion: kubescheduler.config.k8s.io/v1\n      kind: LowRiskOverCommitmentArgs\n"
-        "      smoothingWindowSize: 3\n"
+        "      smoothingWindowSize: 3\n",
+        catalog=IN_TREE_CATALOG,
     )
     args = result.config.profiles[0].plugin_args["LowRiskOverCommitment"]
     assert isinstance(args, LowRiskOverCommitmentArgs) and args.smoothing_window_size == 3

@@ -12,7 +12,8 @@ from prometheus_client import CollectorRegistry
 
 from secondary_scheduler.config import load_config
 from secondary_scheduler.framework import Framework, Handle
-from secondary_scheduler.plugins.registry import default_registry
+from secondary_scheduler.plugins.catalog import IN_TREE_CATALOG
+from secondary_scheduler.plugins.registry import in_tree_registry
 from secondary_scheduler.plugins.trimaran.collector import MetricsCollector, Snapshot
 from secondary_scheduler.plugins.trimaran.pluginbase import TrimaranPlugin
 from secondary_scheduler.plugins.trimaran.providers import FetchError
@@ -61,11 +62,11 @@ async def test_one_collector_per_source_across_plugins_and_profiles(serve: Serve
     app = web.Application()
     app.router.add_get("/watcher", watcher)
     shared, other = await serve(app), await serve(app)
-    loaded = load_config(config((shared, shared + "/", other))).config
+    loaded = load_config(config((shared, shared + "/", other)), catalog=IN_TREE_CATALOG).config
     services = TrimaranServices(interval=3600)
     handle = Handle()
     handle.register_service(SERVICE, services)
-    frameworks = [Framework(profile, default_registry(), handle) for profile in loaded.profiles]
+    frameworks = [Framework(profile, in_tree_registry(), handle) for profile in loaded.profiles]
     plugins = {p.name: p for f in frameworks for p in f.score_plugins if isinstance(p, TrimaranPlugin)}
     assert len(services.collectors) == 2
     assert plugins["TargetLoadPacking"].view is plugins["LoadVariationRiskBalancing"].view
@@ -101,10 +102,11 @@ def test_the_handle_gets_default_services_when_the_runtime_gave_none() -> None:
 def test_metrics_server_without_an_api_client_fails_when_the_profile_is_built() -> None:
     loaded = load_config(
         "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
-        "profiles:\n- schedulerName: s\n  plugins: {multiPoint: {enabled: [{name: TargetLoadPacking}]}}\n"
+        "profiles:\n- schedulerName: s\n  plugins: {multiPoint: {enabled: [{name: TargetLoadPacking}]}}\n",
+        catalog=IN_TREE_CATALOG,
     ).config
     with pytest.raises(ValueError, match="KubernetesMetricsServer"):
-        Framework(loaded.profiles[0], default_registry(), Handle())
+        Framework(loaded.profiles[0], in_tree_registry(), Handle())
 
 
 class ScriptedProvider:

@@ -1,6 +1,5 @@
-"""Coscheduling: gang scheduling with PodGroups, as scheduler-plugins v0.34.7 does it."""
+"""Coscheduling: gang scheduling with PodGroups, as scheduler-plugins v0.34.7 does it.
 
-from secondary_scheduler.plugins.coscheduling.args import CoschedulingArgs
-from secondary_scheduler.plugins.coscheduling.plugin import Coscheduling
-
-__all__ = ["Coscheduling", "CoschedulingArgs"]
+`plugin.Coscheduling`, args in `args.py`. Nothing is imported here, so the
+config side loads without the plugin's code (``plugins.catalog``).
+"""

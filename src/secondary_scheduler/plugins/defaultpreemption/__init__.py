@@ -1,6 +1,5 @@
-"""DefaultPreemption: when no node fits, evict lower-priority pods where that makes room."""
+"""DefaultPreemption: when no node fits, evict lower-priority pods where that makes room.
 
-from secondary_scheduler.plugins.defaultpreemption.args import DefaultPreemptionArgs
-from secondary_scheduler.plugins.defaultpreemption.plugin import DefaultPreemption
-
-__all__ = ["DefaultPreemption", "DefaultPreemptionArgs"]
+`plugin.DefaultPreemption`, args in `args.py`. Nothing is imported here, so the
+config side loads without the plugin's code (``plugins.catalog``).
+"""

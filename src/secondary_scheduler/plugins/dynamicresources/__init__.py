@@ -1,5 +1,5 @@
-"""DynamicResources (DRA): refused loudly until ResourceClaim allocation is implemented."""
+"""DynamicResources (DRA): refused loudly until ResourceClaim allocation is implemented.
 
-from secondary_scheduler.plugins.dynamicresources.dynamic_resources import DynamicResources
-
-__all__ = ["DynamicResources"]
+`dynamic_resources.DynamicResources`, its config warning in `limitation.py`. Nothing is
+imported here, so the config side loads without the plugin's code (``plugins.catalog``).
+"""

@@ -27,6 +27,7 @@ from secondary_scheduler.framework.interface import (
 from secondary_scheduler.framework.nodetable import NodeTable
 from secondary_scheduler.framework.podinfo import PodInfo
 from secondary_scheduler.framework.status import SKIP, Status
+from secondary_scheduler.plugins.dynamicresources.limitation import ENABLED_WARNING
 
 UNSUPPORTED = (
     "pod has resourceClaims, and this scheduler does not allocate ResourceClaims (DynamicResources) yet: "
@@ -40,10 +41,7 @@ NO_CLAIMS_TO_DEALLOCATE = "no new claims to deallocate"
 
 class DynamicResources(PreFilterPlugin, PostFilterPlugin):
     name: ClassVar[str] = "DynamicResources"
-    enabled_warning: ClassVar[str | None] = (
-        "DynamicResources does not allocate ResourceClaims here: pods with spec.resourceClaims are "
-        "refused (FailedScheduling) rather than bound without their devices"
-    )
+    enabled_warning: ClassVar[str | None] = ENABLED_WARNING
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         """It never rejects a pod in a way a cluster event could undo."""

@@ -1,6 +1,5 @@
-"""InterPodAffinity: place pods near (affinity) or away from (anti-affinity) other pods."""
+"""InterPodAffinity: place pods near (affinity) or away from (anti-affinity) other pods.
 
-from secondary_scheduler.plugins.interpodaffinity.args import InterPodAffinityArgs
-from secondary_scheduler.plugins.interpodaffinity.plugin import InterPodAffinity
-
-__all__ = ["InterPodAffinity", "InterPodAffinityArgs"]
+`plugin.InterPodAffinity`, args in `args.py`. Nothing is imported here, so the
+config side loads without the plugin's code (``plugins.catalog``).
+"""

@@ -1,6 +1,5 @@
-"""NodeAffinity: nodeSelector and node affinity, required (Filter) and preferred (Score)."""
+"""NodeAffinity: nodeSelector and node affinity, required (Filter) and preferred (Score).
 
-from secondary_scheduler.plugins.nodeaffinity.args import NodeAffinityArgs
-from secondary_scheduler.plugins.nodeaffinity.node_affinity import NodeAffinity
-
-__all__ = ["NodeAffinity", "NodeAffinityArgs"]
+`node_affinity.NodeAffinity`, args in `args.py`. Nothing is imported here, so the
+config side loads without the plugin's code (``plugins.catalog``).
+"""

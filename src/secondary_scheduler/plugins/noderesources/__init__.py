@@ -1,10 +1,5 @@
-"""NodeResourcesFit and NodeResourcesBalancedAllocation: requests against allocatable."""
+"""NodeResourcesFit and NodeResourcesBalancedAllocation: requests against allocatable.
 
-from secondary_scheduler.plugins.noderesources.args import (
-    NodeResourcesBalancedAllocationArgs,
-    NodeResourcesFitArgs,
-)
-from secondary_scheduler.plugins.noderesources.balanced_allocation import BalancedAllocation
-from secondary_scheduler.plugins.noderesources.fit import Fit
-
-__all__ = ["BalancedAllocation", "Fit", "NodeResourcesBalancedAllocationArgs", "NodeResourcesFitArgs"]
+`fit.Fit` and `balanced_allocation.BalancedAllocation`, args in `args.py`. Nothing is
+imported here, so the config side loads without the plugin's code (``plugins.catalog``).
+"""

@@ -1,5 +1,5 @@
-"""NodeResourceTopologyMatch (scheduler-plugins): NUMA-aware Filter and Score."""
+"""NodeResourceTopologyMatch (scheduler-plugins): NUMA-aware Filter and Score.
 
-from secondary_scheduler.plugins.noderesourcetopology.plugin import NodeResourceTopologyMatch
-
-__all__ = ["NodeResourceTopologyMatch"]
+`plugin.NodeResourceTopologyMatch`, args in `args.py`. Nothing is imported here, so the
+config side loads without the plugin's code (``plugins.catalog``).
+"""

@@ -15,12 +15,11 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from secondary_scheduler.config.base import ConfigModel
-from secondary_scheduler.plugins.noderesourcetopology.scoring import (
-    BALANCED_ALLOCATION,
-    LEAST_ALLOCATED,
-    LEAST_NUMA_NODES,
-    MOST_ALLOCATED,
-)
+
+LEAST_ALLOCATED = "LeastAllocated"
+MOST_ALLOCATED = "MostAllocated"
+BALANCED_ALLOCATION = "BalancedAllocation"
+LEAST_NUMA_NODES = "LeastNUMANodes"
 
 SCORING_STRATEGY_TYPES = (MOST_ALLOCATED, BALANCED_ALLOCATION, LEAST_ALLOCATED, LEAST_NUMA_NODES)
 

@@ -36,7 +36,10 @@ from secondary_scheduler.framework.nodetable import NodeTable
 from secondary_scheduler.framework.podinfo import PodInfo
 from secondary_scheduler.framework.status import SUCCESS, Status
 from secondary_scheduler.plugins.noderesourcetopology.alignment import single_numa_node
-from secondary_scheduler.plugins.noderesourcetopology.args import NodeResourceTopologyMatchArgs
+from secondary_scheduler.plugins.noderesourcetopology.args import (
+    LEAST_NUMA_NODES,
+    NodeResourceTopologyMatchArgs,
+)
 from secondary_scheduler.plugins.noderesourcetopology.cache import (
     CacheSettings,
     DiscardReserved,
@@ -54,7 +57,6 @@ from secondary_scheduler.plugins.noderesourcetopology.podresources import (
     pod_resources,
 )
 from secondary_scheduler.plugins.noderesourcetopology.scoring import (
-    LEAST_NUMA_NODES,
     MAX_NODE_SCORE,
     STRATEGIES,
     least_numa_score,

@@ -18,6 +18,11 @@ from decimal import Decimal
 import numpy as np
 
 from secondary_scheduler.plugins.noderesourcetopology.alignment import suitable
+from secondary_scheduler.plugins.noderesourcetopology.args import (
+    BALANCED_ALLOCATION,
+    LEAST_ALLOCATED,
+    MOST_ALLOCATED,
+)
 from secondary_scheduler.plugins.noderesourcetopology.podresources import PodResources, value
 from secondary_scheduler.plugins.noderesourcetopology.topology import (
     POLICY_SINGLE_NUMA_NODE,
@@ -33,11 +38,6 @@ MAX_DISTANCE = 255
 """ACPI SLIT's 'unknown' distance, used where a zone publishes no cost."""
 GO_NAN_TO_INT64 = -(2**63)
 """What Go on amd64 makes of int64(NaN): BalancedAllocation's variance of one resource is NaN."""
-
-LEAST_ALLOCATED = "LeastAllocated"
-MOST_ALLOCATED = "MostAllocated"
-BALANCED_ALLOCATION = "BalancedAllocation"
-LEAST_NUMA_NODES = "LeastNUMANodes"
 
 Weights = Mapping[str, int]
 Strategy = Callable[[Mapping[str, Decimal], Mapping[str, Decimal], Weights], int]

@@ -1,6 +1,5 @@
-"""PodTopologySpread: spread matching pods evenly over topology domains (zones, nodes...)."""
+"""PodTopologySpread: spread matching pods evenly over topology domains (zones, nodes...).
 
-from secondary_scheduler.plugins.podtopologyspread.args import PodTopologySpreadArgs
-from secondary_scheduler.plugins.podtopologyspread.plugin import PodTopologySpread
-
-__all__ = ["PodTopologySpread", "PodTopologySpreadArgs"]
+`plugin.PodTopologySpread`, args in `args.py`. Nothing is imported here, so the
+config side loads without the plugin's code (``plugins.catalog``).
+"""

@@ -1,6 +1,5 @@
-"""VolumeBinding: claims bound or bindable on the chosen node, and bound before the pod is."""
+"""VolumeBinding: claims bound or bindable on the chosen node, and bound before the pod is.
 
-from secondary_scheduler.plugins.volumebinding.args import VolumeBindingArgs
-from secondary_scheduler.plugins.volumebinding.volume_binding import VolumeBinding
-
-__all__ = ["VolumeBinding", "VolumeBindingArgs"]
+`volume_binding.VolumeBinding`, args in `args.py`. Nothing is imported here, so the
+config side loads without the plugin's code (``plugins.catalog``).
+"""

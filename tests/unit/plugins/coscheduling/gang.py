@@ -10,7 +10,7 @@ from tests.unit.framework.kubeobjects import make_pod
 
 from secondary_scheduler.framework.handle import Handle
 from secondary_scheduler.framework.podinfo import PodInfo
-from secondary_scheduler.plugins.coscheduling import Coscheduling
+from secondary_scheduler.plugins.coscheduling.plugin import Coscheduling
 from secondary_scheduler.plugins.coscheduling.podgroup import POD_GROUP_LABEL, PODGROUPS
 
 JSON = dict[str, Any]

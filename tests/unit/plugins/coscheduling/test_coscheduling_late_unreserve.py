@@ -18,7 +18,7 @@ from secondary_scheduler.framework.interface import CycleState
 from secondary_scheduler.framework.podinfo import PodInfo
 from secondary_scheduler.framework.status import Code
 from secondary_scheduler.framework.waiting import WaitingPod
-from secondary_scheduler.plugins.coscheduling import Coscheduling
+from secondary_scheduler.plugins.coscheduling.plugin import Coscheduling
 from secondary_scheduler.plugins.coscheduling.podgroup import PODGROUPS
 
 NODES = [make_node("n1", cpu="4", pods=10)]

@@ -15,7 +15,8 @@ from secondary_scheduler.framework.handle import Handle
 from secondary_scheduler.framework.interface import CycleState
 from secondary_scheduler.framework.podinfo import PodInfo
 from secondary_scheduler.framework.status import Code
-from secondary_scheduler.plugins.coscheduling import Coscheduling, CoschedulingArgs
+from secondary_scheduler.plugins.coscheduling.args import CoschedulingArgs
+from secondary_scheduler.plugins.coscheduling.plugin import Coscheduling
 from secondary_scheduler.plugins.coscheduling.podgroup import PODGROUPS
 
 NODES = [make_node("n1", cpu="4", pods=10), make_node("n2", cpu="4", pods=10)]

@@ -8,6 +8,8 @@ from tests.unit.plugins.coscheduling.gang import member, podgroup
 from secondary_scheduler.cli.score_inputs import ClusterSnapshot
 from secondary_scheduler.cli.score_run import explain
 from secondary_scheduler.config.loader import load_config
+from secondary_scheduler.plugins.catalog import IN_TREE_CATALOG
+from secondary_scheduler.plugins.registry import in_tree_registry
 
 CONFIG = """\
 apiVersion: kubescheduler.config.k8s.io/v1
@@ -30,7 +32,7 @@ profiles:
 
 
 def test_score_notes_why_a_gang_member_waits() -> None:
-    profile = load_config(CONFIG, "<test>").config.profiles[0]
+    profile = load_config(CONFIG, "<test>", catalog=IN_TREE_CATALOG).config.profiles[0]
     placed = member("train-0", "train", node="n1")
     snapshot = ClusterSnapshot(
         nodes=[make_node("n1"), make_node("n2")],
@@ -40,7 +42,7 @@ def test_score_notes_why_a_gang_member_waits() -> None:
         now=1_800_000_000.0,
         objects=[podgroup("train", 3)],
     )
-    report = explain(profile, snapshot, member("train-1", "train"))
+    report = explain(profile, snapshot, member("train-1", "train"), registry=in_tree_registry())
     assert report.selected is None
     reason = (
         "pre-filter pod train-1 cannot find enough sibling pods, "
@@ -53,7 +55,7 @@ def test_score_notes_why_a_gang_member_waits() -> None:
 
 
 def test_score_passes_a_complete_gang() -> None:
-    profile = load_config(CONFIG, "<test>").config.profiles[0]
+    profile = load_config(CONFIG, "<test>", catalog=IN_TREE_CATALOG).config.profiles[0]
     snapshot = ClusterSnapshot(
         nodes=[make_node("n1")],
         pods=[member("train-0", "train", node="n1")],
@@ -62,5 +64,5 @@ def test_score_passes_a_complete_gang() -> None:
         now=1_800_000_000.0,
         objects=[podgroup("train", 2)],
     )
-    report = explain(profile, snapshot, member("train-1", "train"))
+    report = explain(profile, snapshot, member("train-1", "train"), registry=in_tree_registry())
     assert report.selected == "n1"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from secondary_scheduler.pluginapi import CycleState, Handle, NodeTable, PodInfo
-from secondary_scheduler.plugins.noderesourcetopology import NodeResourceTopologyMatch
+from secondary_scheduler.plugins.noderesourcetopology.plugin import NodeResourceTopologyMatch
 
 JSON = dict[str, Any]
 
