@@ -34,6 +34,10 @@ COMMANDS: dict[str, LazyCommand] = {
     "operator": LazyCommand(
         "secondary_scheduler.cli.operator_cmd:operator", "The SecondaryScheduler operator (run, render)."
     ),
+    "replay": LazyCommand(
+        "secondary_scheduler.cli.replay_cmd:replay",
+        "Replay a workload trace over a cluster, every profile side by side.",
+    ),
     "scheduler": LazyCommand("secondary_scheduler.cli.scheduler_cmd:scheduler", "Run the scheduler."),
     "score": LazyCommand(
         "secondary_scheduler.cli.score_cmd:score", "Explain one scheduling cycle over a snapshot."
