@@ -23,9 +23,9 @@ RATE = 100
 IDLE_FRAMES = ("Runner.run (asyncio/runners.py", "EpollSelector.select (", "BaseEventLoop._run_once (")
 """Leaf frames of samples inside the event loop: uvloop's, then asyncio's own (older profiles)."""
 PHASES = (
-    ("scheduling cycles", "Framework.schedule (secondary_scheduler/framework/runtime.py"),
+    ("scheduling cycles", "schedule_pod (secondary_scheduler/scheduler/schedule_one.py"),
     ("  of which preemption", "Evaluator.preempt (secondary_scheduler/framework/preemption.py"),
-    ("binding cycles", "Scheduler._binding_cycle (secondary_scheduler/scheduler/scheduler.py"),
+    ("binding cycles", "ScheduleOne.binding_cycle (secondary_scheduler/scheduler/schedule_one.py"),
     ("watch events in", "Reflector.run (secondary_scheduler/kube/reflector.py"),
     ("Events out", "EventRecorder._run (secondary_scheduler/kube/events.py"),
 )

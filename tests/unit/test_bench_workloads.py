@@ -543,7 +543,7 @@ def test_profile_summary_counts_busy_samples_by_function_and_phase() -> None:
     from bench.profiles import summarise
 
     top = "BaseEventLoop._run_once (asyncio/base_events.py:1922);Handle._run (asyncio/events.py:80)"
-    cycle = "Framework.schedule (secondary_scheduler/framework/runtime.py:240)"
+    cycle = "schedule_pod (secondary_scheduler/scheduler/schedule_one.py:240)"
     lines = [
         f"{top};EpollSelector.select (selectors.py:468) 30",
         "scheduler (secondary_scheduler/cli/scheduler_cmd.py:409);run (uvloop/__init__.py:92);"

@@ -21,6 +21,7 @@ from secondary_scheduler.framework.handle import Snapshot
 from secondary_scheduler.framework.interface import Note, Plugin
 from secondary_scheduler.framework.status import Code
 from secondary_scheduler.kube.client import JSON
+from secondary_scheduler.scheduler.schedule_one import schedule_pod
 
 NOT_EVALUATED = "not evaluated: enough feasible nodes were found first (percentageOfNodesToScore)"
 
@@ -128,7 +129,7 @@ async def _schedule(
     """The cycle, between the plugins' services' start (their first, static fetch) and their stop."""
     await handle.start_services()
     try:
-        return framework.schedule(pod, table, state, explain=True)
+        return schedule_pod(framework, pod, table, state, explain=True)
     finally:
         await handle.stop_services()
 

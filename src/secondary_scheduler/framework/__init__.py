@@ -1,4 +1,7 @@
-"""The scheduling framework: node state, pod parsing, plugin interfaces and the scheduling cycle.
+"""The scheduling framework: node state, pod parsing, plugin interfaces and the plugin runtime.
+
+The scheduling cycle that runs the plugins (from the queue to the Binding) is
+``secondary_scheduler.scheduler.schedule_one``.
 
 The plugin registry is ``secondary_scheduler.plugins.registry``: it imports the plugins,
 which import this package, and the framework names no plugin. Plugins written outside
@@ -6,7 +9,7 @@ this package import ``secondary_scheduler.pluginapi`` instead of this package.
 """
 
 from secondary_scheduler.framework.diagnosis import Diagnosis
-from secondary_scheduler.framework.handle import Binder, Handle
+from secondary_scheduler.framework.handle import Handle
 from secondary_scheduler.framework.interface import CycleState, Plugin, QueuedPodInfo, Rejection
 from secondary_scheduler.framework.nodetable import NodeTable
 from secondary_scheduler.framework.podinfo import PodInfo
@@ -16,7 +19,6 @@ from secondary_scheduler.framework.runtime import Framework, PermitResult
 from secondary_scheduler.framework.status import Code, Status
 
 __all__ = [
-    "Binder",
     "Code",
     "CycleState",
     "Diagnosis",

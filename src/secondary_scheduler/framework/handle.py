@@ -17,7 +17,7 @@ and while it runs, to act: ``client`` (None in memory), ``spawn`` for work that 
 block a cycle, ``waiting_pods`` to allow or reject pods a Permit plugin holds, ``activate``
 to move queued pods to the active queue, ``when_idle`` for work that should wait until
 the scheduling loop has no pod left to try, and ``framework`` to run the profile's filters
-(preemption does).
+(preemption does, through ``framework.nominated_filter``).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Iterable
+from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -43,8 +43,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-Binder = Callable[["PodInfo", str], Awaitable[None]]
-"""Creates the pod's Binding to the node; raises when the API server refuses."""
 PodHook = Callable[["PodInfo", str], None]
 """Called with a pod and its node after the scheduler bound it."""
 EventSink = Callable[["PodInfo", str, str, str, str, str], None]
@@ -92,9 +90,9 @@ class _Shared:
 
 @dataclass
 class Handle:
-    binder: Binder | None = None
     client: ApiClient | None = None
-    """The scheduler's API client; None when scheduling in memory (``secsched score``, unit tests)."""
+    """The scheduler's API client (DefaultBinder posts Bindings with it, preemption evicts with
+    it); None when scheduling in memory (``secsched score``, unit tests)."""
     metrics_registry: CollectorRegistry | None = None
     """Where plugins register their Prometheus metrics (the scheduler's /metrics); None: their own."""
     clock: Callable[[], float] = time.monotonic

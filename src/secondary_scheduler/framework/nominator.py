@@ -2,7 +2,7 @@
 
 A pod that preempted others waits for its victims to go; meanwhile the room they leave
 must not be taken by a pod of lower (or equal) importance, so the filters count the
-nominated pods of equal or higher priority on their node (``Framework._run_filters``).
+nominated pods of equal or higher priority on their node (``framework.nominated_filter``).
 
 The nominator learns nominations from two places, as upstream's does:
 

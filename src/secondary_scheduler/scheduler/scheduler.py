@@ -1,9 +1,11 @@
-"""The scheduling loop: pop a pod, run its profile's framework, assume, bind in the background.
+"""The scheduling loop: informers, queue and profiles wired together; one pod at a time.
 
-The scheduling cycle is synchronous (numpy over the NodeTable), so nothing changes the
-cluster state under it; binding is asynchronous and bounded, so a slow API server delays
-bindings, not decisions. This is kube-scheduler's split between the scheduling and the
-binding cycle.
+``Scheduler`` lists and watches the cluster into the NodeTable and the scheduling queue,
+pops pods and hands each to ``ScheduleOne`` (``scheduler.schedule_one``: the scheduling
+cycle, then the binding cycle as a background task). The scheduling cycle is synchronous
+(numpy over the NodeTable), so nothing changes the cluster state under it; binding is
+asynchronous and bounded, so a slow API server delays bindings, not decisions. This is
+kube-scheduler's split between the scheduling and the binding cycle.
 """
 
 from __future__ import annotations
@@ -11,22 +13,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
 
 from secondary_scheduler.config.model import SchedulerConfiguration
-from secondary_scheduler.framework.events import POD, ActionType, ClusterEvent
+from secondary_scheduler.framework.events import ActionType, ClusterEvent
 from secondary_scheduler.framework.handle import Handle
 from secondary_scheduler.framework.informers import Informer
-from secondary_scheduler.framework.interface import CycleState, Plugin
+from secondary_scheduler.framework.interface import Plugin
 from secondary_scheduler.framework.nodetable import NodeTable
 from secondary_scheduler.framework.podinfo import PodInfo
-from secondary_scheduler.framework.result import ScheduleResult
 from secondary_scheduler.framework.runtime import Framework
-from secondary_scheduler.framework.status import SUCCESS, Code
-from secondary_scheduler.framework.waiting import WaitingPod
-from secondary_scheduler.kube.client import ApiClient, ApiError, resource_path
+from secondary_scheduler.kube.client import ApiClient
 from secondary_scheduler.kube.events import EventRecorder
 from secondary_scheduler.kube.reflector import Reflector
 from secondary_scheduler.kube.store import Fanout
@@ -35,8 +33,9 @@ from secondary_scheduler.scheduler.eventhandlers import EventHandlers
 from secondary_scheduler.scheduler.extenders import build_extenders
 from secondary_scheduler.scheduler.garbage import FullPasses
 from secondary_scheduler.scheduler.metrics import SchedulerMetrics
-from secondary_scheduler.scheduler.podstatus import SCHEDULER_ERROR, UNSCHEDULABLE, PodStatusWriter
+from secondary_scheduler.scheduler.podstatus import PodStatusWriter
 from secondary_scheduler.scheduler.queue import QueuedPod, SchedulingQueue
+from secondary_scheduler.scheduler.schedule_one import ScheduleOne
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +63,6 @@ class Scheduler:
         # One handle for every profile: what plugins ask of it (informers, services, pod
         # hooks) is set up once, however many profiles use it.
         self.handle = Handle(
-            binder=self._bind_pod,
             client=api,
             metrics_registry=self.metrics.registry,
             event_sink=self.events.record,
@@ -114,7 +112,18 @@ class Scheduler:
             self.reflectors.append(
                 Reflector(api, informer.resource.path, informer, name=informer.resource.plural)
             )
-        self._bind_slots = asyncio.Semaphore(bind_concurrency)
+        self.cycle = ScheduleOne(
+            self.frameworks,
+            self.table,
+            self.assumed,
+            self.queue,
+            events=self.events,
+            pod_status=self.pod_status,
+            metrics=self.metrics,
+            on_cluster_event=self._cluster_event,
+            clock=self.queue.clock,
+            bind_concurrency=bind_concurrency,
+        )
         self._tasks: set[asyncio.Task[None]] = set()
         self._background: list[asyncio.Task[None]] = []
         self.full_passes = FullPasses(self.queue.call_when_idle)
@@ -144,9 +153,11 @@ class Scheduler:
         while True:
             item = await self.queue.pop()
             if self.extenders:
-                await self.schedule_one_async(item)
+                binding = await self.cycle.scheduling_cycle_async(item)
             else:
-                self.schedule_one(item)
+                binding = self.cycle.scheduling_cycle(item)
+            if binding is not None:
+                self._spawn(self.cycle.binding_cycle(binding), name=f"bind-{item.pod.key}")
             # Let watch events and bindings in between cycles. Binding tasks that resumed (a pod
             # allowed or rejected at Permit) run here, before the next cycle; Coscheduling's
             # late Unreserve waits for the queue to go idle instead (``handle.when_idle``).
@@ -223,192 +234,3 @@ class Scheduler:
             for queue_name, count in counts.items():
                 self.metrics.pending_pods.labels(queue_name).set(count)
             await asyncio.sleep(1)
-
-    # -- the scheduling cycle ----------------------------------------------------------
-    def schedule_one(self, item: QueuedPod[PodInfo]) -> None:
-        framework = self.frameworks[item.pod.scheduler_name]
-        started = time.perf_counter()
-        state = CycleState()
-        try:
-            result = framework.schedule(item.pod, self.table, state)
-        except Exception as error:
-            self._cycle_crashed(item, framework, error, started)
-            return
-        self._after_schedule(item, framework, state, result, started)
-
-    async def schedule_one_async(self, item: QueuedPod[PodInfo]) -> None:
-        """``schedule_one`` when extenders are configured: their HTTP calls are awaited mid-cycle.
-
-        Cycles still run one at a time (``run`` awaits this), so only watch events and
-        bindings run meanwhile; the framework finds the nodes again by name afterwards.
-        """
-        framework = self.frameworks[item.pod.scheduler_name]
-        started = time.perf_counter()
-        state = CycleState()
-        try:
-            result = await framework.schedule_async(item.pod, self.table, state)
-        except Exception as error:
-            self._cycle_crashed(item, framework, error, started)
-            return
-        self._after_schedule(item, framework, state, result, started)
-
-    def _cycle_crashed(
-        self, item: QueuedPod[PodInfo], framework: Framework, error: Exception, started: float
-    ) -> None:
-        log.exception("error scheduling pod %s", item.pod.key, exc_info=error)
-        message = f"running the scheduling framework: {error}"
-        self._failed(item, framework.scheduler_name, message, started, unschedulable=False)
-
-    def _after_schedule(
-        self,
-        item: QueuedPod[PodInfo],
-        framework: Framework,
-        state: CycleState,
-        result: ScheduleResult,
-        started: float,
-    ) -> None:
-        """Assume, Reserve and Permit on the chosen node, then bind in the background; or report why not."""
-        pod = item.pod
-        profile = framework.scheduler_name
-        node = result.node_name
-        if node is None:
-            unschedulable = result.status.code in (Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
-            diagnosis = result.diagnosis
-            rejectors = frozenset(diagnosis.unschedulable_plugins) if diagnosis is not None else frozenset()
-            self._failed(
-                item,
-                profile,
-                result.message,
-                started,
-                unschedulable=unschedulable,
-                rejectors=rejectors,
-                nominated=result.nominated_node,
-            )
-            return
-        self.pod_status.forget(pod.uid)  # an unsent failure of an earlier attempt is obsolete now
-        self.assumed.assume(pod, node)
-        status = framework.reserve(state, pod, node)
-        waiting: WaitingPod | None = None
-        if status.is_success:
-            permit = framework.permit(state, pod, node)
-            status = permit.status
-            if status.code == Code.WAIT:
-                # Held by a Permit plugin: the pod keeps its room while its binding cycle waits.
-                waiting = self.handle.waiting_pods.add(pod, node, permit.timeouts)
-                status = SUCCESS
-        if not status.is_success:
-            framework.unreserve(state, pod, node)
-            self.assumed.forget(pod)
-            rejectors = frozenset({status.plugin} if status.plugin else ())
-            self._failed(item, profile, status.message, started, status.is_rejected, rejectors)
-            return
-        self._spawn(
-            self._binding_cycle(item, framework, state, node, started, waiting), name=f"bind-{pod.key}"
-        )
-
-    def _failed(
-        self,
-        item: QueuedPod[PodInfo],
-        profile: str,
-        message: str,
-        started: float,
-        unschedulable: bool,
-        rejectors: frozenset[str] = frozenset(),
-        nominated: str | None = None,
-    ) -> None:
-        """Requeue the pod (``rejectors``: the plugins whose events can help it) and tell its user.
-
-        ``nominated``: the nomination PostFilter changed (a node, or "" for none), written in
-        the same status patch as the condition, as kube-scheduler's failure handler does.
-        """
-        pod = item.pod
-        result = "unschedulable" if unschedulable else "error"
-        self.metrics.schedule_attempts.labels(result, profile).inc()
-        self.metrics.attempt_duration.labels(result, profile).observe(time.perf_counter() - started)
-        log.info("unable to schedule pod %s: %s", pod.key, message)
-        self.queue.requeue_failed(item, unschedulable=unschedulable, rejectors=rejectors)
-        self.events.failed(pod, profile, message)
-        reason = UNSCHEDULABLE if unschedulable else SCHEDULER_ERROR
-        self.pod_status.update(pod, reason=reason, message=message, nominated=nominated)
-
-    async def _binding_cycle(
-        self,
-        item: QueuedPod[PodInfo],
-        framework: Framework,
-        state: CycleState,
-        node: str,
-        started: float,
-        waiting: WaitingPod | None,
-    ) -> None:
-        pod = item.pod
-        profile = framework.scheduler_name
-        if waiting is not None:
-            try:
-                allowed = await waiting.wait()
-            finally:
-                self.handle.waiting_pods.remove(pod.uid)
-            if not allowed.is_success:
-                framework.unreserve(state, pod, node)
-                self.assumed.forget(pod)
-                rejectors = frozenset({allowed.plugin} if allowed.plugin else ())
-                # The pod had room: cluster events during its wait cannot be why it failed, so
-                # they do not send it to backoff (see SchedulingQueue.drop_events_in_flight).
-                self.queue.drop_events_in_flight(pod.key)
-                self._failed(item, profile, allowed.message, started, allowed.is_rejected, rejectors)
-                # The room the pod held while it waited is free again: pods waiting for room may
-                # fit now. After the requeue, as kube-scheduler defers it (handleBindingCycleError).
-                self._cluster_event(ClusterEvent(POD, ActionType.DELETE), pod, None, skip=pod.key)
-                return
-        # PreBind may wait long (volumes being provisioned): only the Bind call takes a slot.
-        status = await framework.pre_bind(state, pod, node)
-        if status.is_success:
-            async with self._bind_slots:
-                status = await framework.bind(state, pod, node)
-        if not status.is_success:
-            framework.unreserve(state, pod, node)
-            self.assumed.forget(pod)
-            rejectors = frozenset({status.plugin} if status.is_rejected and status.plugin else ())
-            # The room the pod held is free again: pods waiting for room may fit now. As
-            # kube-scheduler's handleBindingCycleError: after the requeue for a rejection (so
-            # the pod itself waits for a new event), before it for an error.
-            if not status.is_rejected:
-                self._cluster_event(ClusterEvent(POD, ActionType.DELETE), pod, None)
-            self._failed(item, profile, status.message, started, status.is_rejected, rejectors)
-            if status.is_rejected:
-                self._cluster_event(ClusterEvent(POD, ActionType.DELETE), pod, None, skip=pod.key)
-            return
-        self.assumed.finish_binding(pod)
-        self.queue.done(pod.key)
-        elapsed = time.perf_counter() - started
-        self.metrics.schedule_attempts.labels("scheduled", profile).inc()
-        self.metrics.attempt_duration.labels("scheduled", profile).observe(elapsed)
-        self.metrics.pod_scheduling_attempts.observe(item.attempts)
-        self.metrics.pod_scheduling_sli_duration.labels(str(min(item.attempts, 16))).observe(
-            time.monotonic() - item.initial_timestamp
-        )
-        self.events.scheduled(pod, profile, node)
-        self.handle.pod_bound(pod, node)
-        log.debug("bound %s to %s in %.1f ms", pod.key, node, elapsed * 1000)
-
-    async def _bind_pod(self, pod: PodInfo, node: str) -> None:
-        """Create the pod's Binding (pods/binding), the way kube-scheduler's DefaultBinder does."""
-        body = {
-            "apiVersion": "v1",
-            "kind": "Binding",
-            "metadata": {"name": pod.name, "namespace": pod.namespace, "uid": pod.uid},
-            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
-        }
-        try:
-            await self.api.create(resource_path("v1", "pods", pod.namespace, pod.name, "binding"), body)
-        except ApiError as error:
-            # A retried request whose first attempt did get through: the pod is already ours.
-            if error.conflict and await self._bound_to(pod, node):
-                return
-            raise
-
-    async def _bound_to(self, pod: PodInfo, node: str) -> bool:
-        try:
-            current = await self.api.get(resource_path("v1", "pods", pod.namespace, pod.name))
-        except ApiError:
-            return False
-        return bool((current.get("spec") or {}).get("nodeName") == node)

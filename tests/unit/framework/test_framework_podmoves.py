@@ -183,7 +183,7 @@ def test_filters_that_say_they_read_only_the_totals_do(monkeypatch: pytest.Monke
     framework = default_framework()
     table = table_of(nodes, existing)
     state = CycleState()
-    assert framework._run_pre_filter(state, pod, table).is_success
+    assert framework.run_pre_filter_plugins(state, pod, table).is_success
     totals_only = [plugin for plugin in framework.filter_plugins if not plugin.reads_node_pods]
     names = {plugin.name for plugin in totals_only}
     assert names >= {

@@ -1,4 +1,5 @@
-"""The scheduling cycle: extension point order, first rejecting plugin, scoring, selection, binding."""
+"""The plugin runtime and the scheduling algorithm over it (``scheduler.schedule_one``): extension point
+order, first rejecting plugin, scoring, selection, binding."""
 
 from __future__ import annotations
 
@@ -27,7 +28,6 @@ from secondary_scheduler.framework import (
     ProfileSpec,
     Rejection,
     Status,
-    runtime,
 )
 from secondary_scheduler.framework.aliases import IntArray, Slots
 from secondary_scheduler.framework.interface import (
@@ -43,9 +43,10 @@ from secondary_scheduler.framework.interface import (
     ReservePlugin,
     ScorePlugin,
 )
-from secondary_scheduler.framework.runtime import num_feasible_nodes_to_find
 from secondary_scheduler.framework.status import SKIP, SUCCESS
 from secondary_scheduler.plugins.registry import PluginLoadError, in_tree_registry, merge
+from secondary_scheduler.scheduler import schedule_one
+from secondary_scheduler.scheduler.schedule_one import bind, num_feasible_nodes_to_find, schedule_pod
 
 recorded: list[str] = []
 
@@ -101,6 +102,16 @@ class Flat(ScorePlugin):
         return np.full(len(nodes), 50, dtype=np.int64)
 
 
+class Bound(BindPlugin):
+    """Binds in memory: records the binding."""
+
+    name: ClassVar[str] = "Bound"
+
+    async def bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        recorded.append(f"bound {pod.key} {node_name}")
+        return SUCCESS
+
+
 class Binder(PreBindPlugin, BindPlugin, PostBindPlugin):
     name: ClassVar[str] = "Binder"
 
@@ -131,38 +142,33 @@ def numbered_nodes(count: int) -> NodeTable:
 
 
 async def test_extension_points_run_in_kube_scheduler_order() -> None:
-    bound: list[tuple[str, str]] = []
-
-    async def binder(pod: PodInfo, node: str) -> None:
-        bound.append((pod.key, node))
-
     points = ("preFilter", "filter", "preScore", "score", "reserve", "permit")
     plugins = {point: [("Recorder", 1)] for point in points}
     plugins |= {
         "preBind": [("Binder", 0)],
-        "bind": [("Binder", 0), ("DefaultBinder", 0)],
+        "bind": [("Binder", 0), ("Bound", 0)],
         "postBind": [("Binder", 0)],
     }
-    registry = merge(in_tree_registry(), (Recorder, Binder), "test")
-    fw = Framework(ProfileSpec("test", plugins), registry, Handle(binder=binder))
+    registry = merge(in_tree_registry(), (Recorder, Binder, Bound), "test")
+    fw = Framework(ProfileSpec("test", plugins), registry, Handle())
     pod = pod_info("p")
     state = CycleState()
-    result = fw.schedule(pod, numbered_nodes(3), state)
+    result = schedule_pod(fw, pod, numbered_nodes(3), state)
     assert result.node_name == "n2"
-    assert fw.reserve(state, pod, "n2").is_success
-    permit = fw.permit(state, pod, "n2")
+    assert fw.run_reserve_plugins_reserve(state, pod, "n2").is_success
+    permit = fw.run_permit_plugins(state, pod, "n2")
     assert permit.status.code == Code.WAIT
     assert permit.timeouts == {"Recorder": 15 * 60.0}
-    assert (await fw.bind_cycle(state, pod, "n2")).is_success
-    fw.unreserve(state, pod, "n2")
+    assert (await fw.run_pre_bind_plugins(state, pod, "n2")).is_success
+    assert (await bind(fw, state, pod, "n2")).is_success
+    fw.run_reserve_plugins_unreserve(state, pod, "n2")
     expected = ["preFilter", "filter", "preScore", "score", "normalize", "reserve", "permit"]
-    assert recorded == [*expected, "preBind", "bind", "postBind", "unreserve"]
-    assert bound == [("default/p", "n2")]
+    assert recorded == [*expected, "preBind", "bind", "bound default/p n2", "postBind", "unreserve"]
 
 
 def test_weights_multiply_normalized_scores() -> None:
     fw = framework({"score": [("Recorder", 2), ("Flat", 3)]})
-    result = fw.schedule(pod_info("p"), numbered_nodes(3), explain=True)
+    result = schedule_pod(fw, pod_info("p"), numbered_nodes(3), explain=True)
     assert result.explanation is not None
     assert result.explanation.totals.tolist() == [150, 170, 190]
     scores = result.explanation.as_dict()["n1"]
@@ -180,20 +186,20 @@ def test_weight_zero_counts_as_one() -> None:
 def test_ties_are_broken_at_random() -> None:
     fw = framework({"score": [("Flat", 1)]})
     table = numbered_nodes(4)
-    chosen = {fw.schedule(pod_info("p"), table).node_name for _ in range(60)}
+    chosen = {schedule_pod(fw, pod_info("p"), table).node_name for _ in range(60)}
     assert chosen == {"n0", "n1", "n2", "n3"}
 
 
 def test_a_single_feasible_node_is_not_scored() -> None:
     fw = framework({"filter": [("Recorder", 0)], "score": [("Recorder", 1)]})
-    result = fw.schedule(pod_info("p", labels={"reject": "n0,n1"}), numbered_nodes(3))
+    result = schedule_pod(fw, pod_info("p", labels={"reject": "n0,n1"}), numbered_nodes(3))
     assert (result.node_name, result.feasible_nodes, result.evaluated_nodes) == ("n2", 1, 3)
     assert "score" not in recorded
 
 
 def test_scores_out_of_range_are_an_error() -> None:
     fw = framework({"score": [("Recorder", 1)]})
-    result = fw.schedule(pod_info("p"), numbered_nodes(12))
+    result = schedule_pod(fw, pod_info("p"), numbered_nodes(12))
     assert result.status.code == Code.ERROR
     assert "'Recorder' returns an invalid score 110" in result.message
 
@@ -205,7 +211,7 @@ def test_a_node_reports_only_the_first_plugin_that_rejected_it() -> None:
         make_node("small", cpu="1"),
         make_node("big", cpu="8"),
     ]
-    result = fw.schedule(pod_info("p", requests={"cpu": "2"}), table_of(nodes), explain=True)
+    result = schedule_pod(fw, pod_info("p", requests={"cpu": "2"}), table_of(nodes), explain=True)
     assert result.node_name == "big"
     assert result.diagnosis is not None
     statuses = result.diagnosis.node_statuses
@@ -223,7 +229,7 @@ def test_fit_error_message_matches_kube_scheduler() -> None:
         make_pod(f"busy-{index}", node_name=f"gpu-{index}", requests={"cpu": "1500m"}) for index in range(3)
     ]
     pod = pod_info("p", requests={"cpu": "1"}, nodeSelector={"pool": "gpu"})
-    result = default_framework().schedule(pod, table_of(nodes, busy))
+    result = schedule_pod(default_framework(), pod, table_of(nodes, busy))
     assert result.node_name is None
     assert result.status.code == Code.UNSCHEDULABLE
     assert result.message == (
@@ -236,7 +242,7 @@ def test_fit_error_message_matches_kube_scheduler() -> None:
 def test_reason_counts_sort_as_text() -> None:
     nodes = [make_node(f"big-{index}", cpu="1", unschedulable=True) for index in range(12)]
     nodes += [make_node(f"small-{index}", cpu="1") for index in range(3)]
-    result = default_framework().schedule(pod_info("p", requests={"cpu": "2"}), table_of(nodes))
+    result = schedule_pod(default_framework(), pod_info("p", requests={"cpu": "2"}), table_of(nodes))
     assert result.message.startswith(
         "0/15 nodes are available: 12 node(s) were unschedulable, 3 Insufficient cpu. "
         "no new claims to deallocate, preemption:"
@@ -246,13 +252,15 @@ def test_reason_counts_sort_as_text() -> None:
 def test_without_post_filter_the_message_has_no_preemption_part() -> None:
     plugins = {"filter": [("NodeResourcesFit", 0)]}
     fw = Framework(ProfileSpec("test", plugins), in_tree_registry(), Handle())
-    result = fw.schedule(pod_info("p", requests={"cpu": "9"}), table_of([make_node("a")]))
+    result = schedule_pod(fw, pod_info("p", requests={"cpu": "9"}), table_of([make_node("a")]))
     assert result.message == "0/1 nodes are available: 1 Insufficient cpu."
 
 
 def test_preemption_policy_never_is_reported() -> None:
-    result = default_framework().schedule(
-        pod_info("p", requests={"cpu": "9"}, preemptionPolicy="Never"), table_of([make_node("a")])
+    result = schedule_pod(
+        default_framework(),
+        pod_info("p", requests={"cpu": "9"}, preemptionPolicy="Never"),
+        table_of([make_node("a")]),
     )
     assert result.message == (
         "0/1 nodes are available: 1 Insufficient cpu. "
@@ -261,7 +269,7 @@ def test_preemption_policy_never_is_reported() -> None:
 
 
 def test_no_nodes_at_all() -> None:
-    result = default_framework().schedule(pod_info("p"), NodeTable())
+    result = schedule_pod(default_framework(), pod_info("p"), NodeTable())
     assert result.status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
     assert result.message == "no nodes available to schedule pods"
 
@@ -290,11 +298,11 @@ def test_post_filter_nominations_are_kept_in_memory_and_reported_when_they_chang
         PostFilterResult(Status.unschedulable("no luck")),  # None: left as it is
         PostFilterResult(Status.unschedulable("gone"), ""),  # taken back
     ]
-    reported = [fw.schedule(pod, numbered_nodes(2)).nominated_node for _ in range(2)]
+    reported = [schedule_pod(fw, pod, numbered_nodes(2)).nominated_node for _ in range(2)]
     assert reported == ["n1", None] and nominator.node_of(pod.uid) == "n1"
-    assert fw.schedule(pod, numbered_nodes(2)).nominated_node is None
+    assert schedule_pod(fw, pod, numbered_nodes(2)).nominated_node is None
     assert nominator.node_of(pod.uid) == "n1"
-    assert fw.schedule(pod, numbered_nodes(2)).nominated_node == ""
+    assert schedule_pod(fw, pod, numbered_nodes(2)).nominated_node == ""
     assert nominator.node_of(pod.uid) is None
     assert fw.handle.shared.pod_handlers == [nominator]  # a PostFilter profile follows the pods' nominations
 
@@ -313,7 +321,7 @@ def test_a_pre_filter_rejection_replaces_the_node_counts() -> None:
         "postFilter": [("DefaultPreemption", 0)],
     }
     fw = Framework(ProfileSpec("test", plugins), merge(in_tree_registry(), (Refuse,), "test"), Handle())
-    result = fw.schedule(pod_info("p"), numbered_nodes(2))
+    result = schedule_pod(fw, pod_info("p"), numbered_nodes(2))
     assert result.message == (
         "0/2 nodes are available: pod is not ready. "
         "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
@@ -324,7 +332,7 @@ def test_a_pre_filter_rejection_replaces_the_node_counts() -> None:
 
 def test_skip_at_pre_filter_and_pre_score_skips_filter_and_score() -> None:
     fw = default_framework()
-    result = fw.schedule(pod_info("p"), numbered_nodes(2), explain=True)
+    result = schedule_pod(fw, pod_info("p"), numbered_nodes(2), explain=True)
     assert result.explanation is not None
     skipped = {scores.plugin for scores in result.explanation.plugins if scores.skipped}
     assert skipped == {
@@ -359,15 +367,15 @@ def test_percentage_of_nodes_to_score_stops_early_and_rotates_the_start() -> Non
     table = numbered_nodes(300)
     rejected = ",".join(f"n{index}" for index in range(0, 300, 2))  # every even node fails
     pod = pod_info("p", labels={"reject": rejected})
-    first = fw.schedule(pod, table, explain=True)
+    first = schedule_pod(fw, pod, table, explain=True)
     assert (first.feasible_nodes, first.evaluated_nodes) == (150, 300)
     fw = framework({"filter": [("Recorder", 0)], "score": [("Flat", 1)]}, percentage_of_nodes_to_score=20)
-    first = fw.schedule(pod, table, explain=True)
+    first = schedule_pod(fw, pod, table, explain=True)
     assert first.explanation is not None
     assert (first.feasible_nodes, first.evaluated_nodes) == (100, 200)
     assert first.explanation.nodes[0] == "n1"
     assert first.explanation.nodes[-1] == "n199"
-    second = fw.schedule(pod, table, explain=True)
+    second = schedule_pod(fw, pod, table, explain=True)
     assert second.explanation is not None
     assert second.explanation.nodes[0] == "n201"
     assert second.explanation.nodes[-1] == "n99"
@@ -393,18 +401,15 @@ def test_registering_a_name_twice_fails() -> None:
         merge(in_tree_registry(), (Impostor,), "test")
 
 
-async def test_binder_failures_become_error_statuses() -> None:
-    async def broken(pod: PodInfo, node: str) -> None:
-        raise RuntimeError("conflict")
-
-    fw = default_framework(Handle(binder=broken))
+async def test_default_binder_without_a_client_fails_the_binding() -> None:
+    fw = default_framework()
     state = CycleState()
     pod = pod_info("p")
-    assert fw.schedule(pod, numbered_nodes(2), state).node_name is not None  # PreFilter ran
-    status = await fw.bind_cycle(state, pod, "n0")
+    assert schedule_pod(fw, pod, numbered_nodes(2), state).node_name is not None  # PreFilter ran
+    status = await bind(fw, state, pod, "n0")
     assert (status.code, status.message, status.plugin) == (
         Code.ERROR,
-        'running Bind plugin "DefaultBinder": conflict',
+        'running Bind plugin "DefaultBinder": DefaultBinder needs an API client in the framework handle',
         "DefaultBinder",
     )
 
@@ -439,17 +444,17 @@ def test_reserve_and_permit_rejections_name_their_plugin() -> None:
         ProfileSpec("test", plugins), merge(in_tree_registry(), (Recorder, Deny), "test"), Handle()
     )
     pod = pod_info("p")
-    status = fw.reserve(CycleState(), pod, "a")
+    status = fw.run_reserve_plugins_reserve(CycleState(), pod, "a")
     assert (status.code, status.message, status.plugin) == (Code.UNSCHEDULABLE, "volume is taken", "Deny")
-    fw.unreserve(CycleState(), pod, "a")
+    fw.run_reserve_plugins_unreserve(CycleState(), pod, "a")
     assert recorded == ["reserve", "unreserve Deny", "unreserve"]
-    permit = fw.permit(CycleState(), pod, "a")
+    permit = fw.run_permit_plugins(CycleState(), pod, "a")
     assert (permit.status.message, permit.status.plugin, dict(permit.timeouts)) == ("not now", "Deny", {})
 
 
 async def test_without_a_bind_plugin_binding_fails() -> None:
     fw = Framework(ProfileSpec("test", {}), in_tree_registry(), Handle())
-    status = await fw.bind_cycle(CycleState(), pod_info("p"), "a")
+    status = await bind(fw, CycleState(), pod_info("p"), "a")
     assert status.code == Code.ERROR
 
 
@@ -503,7 +508,7 @@ def test_filtering_in_batches_decides_as_one_pass(seed: int, monkeypatch: pytest
     crowded = rng.sample(range(count), k=count * rng.choice([1, 3]) // 10)  # no room left by a nominated pod
 
     def run(first_batch: Callable[[int, int], int]) -> list[tuple[object, ...]]:
-        monkeypatch.setattr(runtime, "first_filter_batch", first_batch)
+        monkeypatch.setattr(schedule_one, "first_filter_batch", first_batch)
         profile = default_profile(percentage_of_nodes_to_score=percentage)
         fw = Framework(profile, in_tree_registry(), Handle(), rng=random.Random(seed))
         for index in crowded:
@@ -512,11 +517,11 @@ def test_filtering_in_batches_decides_as_one_pass(seed: int, monkeypatch: pytest
         table = table_of(nodes)
         outcomes = []
         for number in range(4):
-            result = fw.schedule(pod_info(f"p{number}", requests={"cpu": "1"}), table, explain=True)
+            result = schedule_pod(fw, pod_info(f"p{number}", requests={"cpu": "1"}), table, explain=True)
             scored = result.explanation.nodes if result.explanation is not None else ()
             outcomes.append(
                 (result.node_name, result.feasible_nodes, result.evaluated_nodes, scored, result.message)
             )
         return outcomes
 
-    assert run(runtime.first_filter_batch) == run(lambda wanted, count: count)
+    assert run(schedule_one.first_filter_batch) == run(lambda wanted, count: count)

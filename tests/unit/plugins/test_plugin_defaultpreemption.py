@@ -1,7 +1,7 @@
 """DefaultPreemption in memory: which victims, which node, the nominations that keep the room.
 
 Each case is a whole scheduling cycle of kube-scheduler's default profile over a NodeTable
-(``Framework.schedule``): the filters find no node, PostFilter preempts. Victims, the
+(``schedule_one.schedule_pod``): the filters find no node, PostFilter preempts. Victims, the
 nominated node and the messages are what kube-scheduler 1.34 gives on the same objects
 (pkg/scheduler/framework/preemption, plugins/defaultpreemption).
 """
@@ -48,6 +48,7 @@ from secondary_scheduler.plugins.defaultpreemption.plugin import (
     DefaultPreemption,
     PreemptionNote,
 )
+from secondary_scheduler.scheduler.schedule_one import schedule_pod
 
 JSON = dict[str, Any]
 OLD = "2020-01-01T00:00:00Z"
@@ -113,7 +114,7 @@ class Cluster:
 
     def schedule(self, pod: PodInfo) -> ScheduleResult:
         self.state = CycleState()
-        return self.framework.schedule(pod, self.table, self.state)
+        return schedule_pod(self.framework, pod, self.table, self.state)
 
     def note(self) -> PreemptionNote:
         note = self.state.notes["DefaultPreemption"]
@@ -839,7 +840,7 @@ def test_moves_in_the_totals_alone_decide_as_moves_on_the_whole_table(seed: int)
                 containers=[container(requests=request, ports=ports)],
             )
         )
-        cluster.framework._rng = random.Random(seed)  # ties among the best nodes broken alike
+        cluster.framework.rng = random.Random(seed)  # ties among the best nodes broken alike
         cluster.plugin.rng = random.Random(seed)  # and the dry run starting at the same node
         if not totals_only:
             cluster.framework.filters_read_totals_only = lambda state: False  # type: ignore[method-assign]

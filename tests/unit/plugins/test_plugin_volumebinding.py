@@ -41,6 +41,7 @@ from secondary_scheduler.plugins.volumebinding.binder import (
     REASON_PV_NOT_EXIST,
 )
 from secondary_scheduler.plugins.volumebinding.volume_binding import VolumeBinding, VolumeBindingFilterError
+from secondary_scheduler.scheduler.schedule_one import schedule_pod
 
 JSON = dict[str, Any]
 WFFC = storage_class("wffc")
@@ -440,9 +441,9 @@ def test_the_framework_reports_prefilter_and_filter_rejections_as_kube_scheduler
     framework = Framework(profile, in_tree_registry(), handle)
     handle.informers.fill([WFFC, claim("data", selected_node="node-1")])
     table = three_nodes()
-    missing = framework.schedule(pod_using("nope"), table)
+    missing = schedule_pod(framework, pod_using("nope"), table)
     assert missing.message == '0/3 nodes are available: persistentvolumeclaim "nope" not found.'
-    elsewhere = framework.schedule(pod_using("data"), table)
+    elsewhere = schedule_pod(framework, pod_using("data"), table)
     assert elsewhere.node_name == "node-1"
 
 

@@ -25,6 +25,7 @@ from secondary_scheduler.framework.status import Code
 from secondary_scheduler.plugins.catalog import IN_TREE_CATALOG
 from secondary_scheduler.plugins.registry import in_tree_registry
 from secondary_scheduler.scheduler.extenders import HTTPExtender, build_extenders, ssl_context
+from secondary_scheduler.scheduler.schedule_one import bind, schedule_pod_with_extenders
 
 HEADER = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
 
@@ -285,7 +286,9 @@ def _table() -> NodeTable:
 async def test_extender_scores_are_weighted_and_scaled() -> None:
     fake = FakeExtender(weight=3, scores={"n1": 2})
     framework = default_framework(extenders=[fake])
-    result = await framework.schedule_async(pod_info("p", requests={"cpu": "1"}), _table(), explain=True)
+    result = await schedule_pod_with_extenders(
+        framework, pod_info("p", requests={"cpu": "1"}), _table(), explain=True
+    )
     assert result.explanation is not None
     explained = result.explanation.as_dict()
     scores = {node: explained[node]["plugins"]["extender http://fake"]["weighted"] for node in explained}
@@ -295,7 +298,7 @@ async def test_extender_scores_are_weighted_and_scaled() -> None:
 
 async def test_extender_rejections_in_the_fit_error() -> None:
     fake = FakeExtender(rejects={f"n{index}": "extender says no" for index in range(4)})
-    result = await default_framework(extenders=[fake]).schedule_async(pod_info("p"), _table())
+    result = await schedule_pod_with_extenders(default_framework(extenders=[fake]), pod_info("p"), _table())
     assert result.status.code == Code.UNSCHEDULABLE
     assert result.message.startswith("0/4 nodes are available: 4 extender says no.")
     assert result.diagnosis is not None and EXTENDER_NAME in result.diagnosis.unschedulable_plugins
@@ -304,29 +307,33 @@ async def test_extender_rejections_in_the_fit_error() -> None:
 
 async def test_one_node_left_is_not_prioritized() -> None:
     fake = FakeExtender(rejects={"n0": "no", "n1": "no", "n2": "no"})
-    result = await default_framework(extenders=[fake]).schedule_async(pod_info("p"), _table())
+    result = await schedule_pod_with_extenders(default_framework(extenders=[fake]), pod_info("p"), _table())
     assert result.node_name == "n3" and fake.calls == ["filter"]
 
 
 async def test_extender_errors() -> None:
     broken = FakeExtender(broken=True)
-    result = await default_framework(extenders=[broken]).schedule_async(pod_info("p"), _table())
+    result = await schedule_pod_with_extenders(default_framework(extenders=[broken]), pod_info("p"), _table())
     assert result.status.code == Code.ERROR and result.message == "extender down"
     ignorable = FakeExtender(broken=True, ignorable=True)
-    result = await default_framework(extenders=[ignorable]).schedule_async(pod_info("p"), _table())
+    result = await schedule_pod_with_extenders(
+        default_framework(extenders=[ignorable]), pod_info("p"), _table()
+    )
     assert result.node_name is not None  # skipped in filter; its prioritize error only drops its scores
     only_prioritize = FakeExtender(broken=True, is_filter=False)
-    result = await default_framework(extenders=[only_prioritize]).schedule_async(pod_info("p"), _table())
+    result = await schedule_pod_with_extenders(
+        default_framework(extenders=[only_prioritize]), pod_info("p"), _table()
+    )
     assert result.node_name is not None
 
 
 async def test_bind_goes_through_the_binder_extender() -> None:
     binder = FakeExtender(is_binder=True)
     framework = default_framework(extenders=[binder])
-    assert (await framework.bind(CycleState(), pod_info("p"), "n1")).is_success
+    assert (await bind(framework, CycleState(), pod_info("p"), "n1")).is_success
     assert binder.calls == ["bind n1"]
     binder.broken = True
-    status = await framework.bind(CycleState(), pod_info("p"), "n1")
+    status = await bind(framework, CycleState(), pod_info("p"), "n1")
     assert status.code == Code.ERROR and status.message == "extender down"
 
 

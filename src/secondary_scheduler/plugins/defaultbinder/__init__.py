@@ -1,4 +1,4 @@
-"""DefaultBinder: binds the pod through the runtime's API client."""
+"""DefaultBinder: posts the pod's Binding through the framework handle's API client."""
 
 from secondary_scheduler.plugins.defaultbinder.default_binder import DefaultBinder
 

@@ -38,6 +38,10 @@ from secondary_scheduler.framework.interface import (
     reads_no_pod,
 )
 from secondary_scheduler.framework.nodetable import NodeTable
+from secondary_scheduler.framework.nominated_filter import (
+    run_filters_on_nodes,
+    run_filters_with_nominated_pods,
+)
 from secondary_scheduler.framework.podinfo import PodInfo
 from secondary_scheduler.framework.podmoves import PodMoves
 from secondary_scheduler.framework.preemption import (
@@ -208,13 +212,13 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin):
 
         def fits() -> bool:
             current = base if removed_read == 0 else None
-            return framework.run_filters_with_nominated_pods(pod, table, slot, current, reads).is_success
+            return run_filters_with_nominated_pods(framework, pod, table, slot, current, reads).is_success
 
         with PodMoves(table, totals_only=False) as moves:
             moves.remove((slot, other) for other in potential)
             removed_read = len(read)
             current = base if removed_read == 0 else None
-            status = framework.run_filters_with_nominated_pods(pod, table, slot, current, reads)
+            status = run_filters_with_nominated_pods(framework, pod, table, slot, current, reads)
             if not status.is_success:
                 return Victims([], 0, status)
             plan = _Reprieve.of(potential, budgets, self.handle.wall_clock())
@@ -259,7 +263,7 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin):
                 some += ((slot, other) for other in potential)
         moves.remove_all(whole)
         moves.remove(some)
-        rejected = framework.run_filters_on_nodes(pod, table, list(potential_by_slot), base, reads)
+        rejected = run_filters_on_nodes(framework, pod, table, list(potential_by_slot), base, reads)
         for slot, status in rejected.items():
             results[slot] = Victims([], 0, status)
         now = self.handle.wall_clock()
@@ -285,7 +289,7 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin):
                     trying[slot] = other
             if trying:
                 moves.add(trying.items())
-                rejected = framework.run_filters_on_nodes(pod, table, list(trying), base, reads)
+                rejected = run_filters_on_nodes(framework, pod, table, list(trying), base, reads)
                 moves.remove((slot, trying[slot]) for slot in rejected)
                 for slot in rejected:
                     plans[slot].victims.append(trying[slot])
