@@ -22,6 +22,7 @@ import yaml
 
 from secondary_scheduler.cli.errors import InputError, read_input
 from secondary_scheduler.cli.plugin_option import registry_or_exit
+from secondary_scheduler.cli.trace_cmd import plan_history, record_history
 from secondary_scheduler.config import ConfigError, SchedulerConfiguration, load_config
 from secondary_scheduler.framework import Framework, Handle
 from secondary_scheduler.framework.handle import Snapshot
@@ -31,6 +32,7 @@ from secondary_scheduler.kube.client import JSON, ApiClient, ApiError, ApiUnavai
 from secondary_scheduler.kube.reflector import failure_hint
 from secondary_scheduler.plugins.registry import Registry, catalog_of
 from secondary_scheduler.plugins.trimaran.args import TrimaranArgs
+from secondary_scheduler.plugins.trimaran.source import MetricSource
 from secondary_scheduler.safeyaml import MAX_CONFIG_BYTES
 
 DEFAULT_CONFIG = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
@@ -80,6 +82,20 @@ _NOISY_ANNOTATIONS = ("kubectl.kubernetes.io/last-applied-configuration",)
     show_default=True,
     help="Where to write it: a .json file is JSON, anything else YAML (- is standard output).",
 )
+@click.option(
+    "--history",
+    metavar="DURATION",
+    help="Also record the pods' lives and CPU/memory use over this past (e.g. 30m, 12h, 7d) from "
+    "Prometheus into a trace for `secsched replay` (docs/replay-inputs.md).",
+)
+@click.option("--history-step", metavar="DURATION", help="Time between a pod's samples in the trace [1m].")
+@click.option("--prometheus", metavar="URL", help="The Prometheus --history reads [the config's].")
+@click.option(
+    "--trace",
+    "trace_path",
+    type=click.Path(dir_okay=False),
+    help="Where --history writes the trace [the snapshot's name + .trace.jsonl.gz].",
+)
 def snapshot(
     config_path: str | None,
     kubeconfig: str | None,
@@ -88,6 +104,10 @@ def snapshot(
     namespaces: tuple[str, ...],
     metrics: bool,
     output: str,
+    history: str | None,
+    history_step: str | None,
+    prometheus: str | None,
+    trace_path: str | None,
 ) -> None:
     """Write a `secsched score` snapshot of a live cluster.
 
@@ -96,6 +116,7 @@ def snapshot(
       secsched snapshot --config config.yaml -o snapshot.yaml
       secsched score --config config.yaml --snapshot snapshot.yaml --pod vm-pod.yaml
     """
+    history_plan = plan_history(history, history_step, prometheus, trace_path, output, namespaces)
     registry = registry_or_exit()  # in-tree and installed plugins (no --plugin here)
     config = _config(config_path, registry)
     try:
@@ -125,6 +146,7 @@ def snapshot(
         + (f" -> {output}" if output != "-" else ""),
         err=True,
     )
+    record_history(connection, [MetricSource.of(args) for args in trimaran_args(config)], history_plan)
 
 
 def _config(path: str | None, registry: Registry) -> SchedulerConfiguration:

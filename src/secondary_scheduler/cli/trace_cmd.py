@@ -6,8 +6,10 @@ that one file can be replayed, shared and diffed; `replay` can also generate in 
 
 from __future__ import annotations
 
+import asyncio
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 import pydantic
@@ -15,7 +17,18 @@ import yaml
 
 from secondary_scheduler.cli.errors import InputError
 from secondary_scheduler.replay.generate import FleetOptions, FleetTrace
+from secondary_scheduler.replay.record import (
+    RecordError,
+    RecordOptions,
+    parse_duration,
+    prometheus_source,
+    record_to_file,
+)
 from secondary_scheduler.replay.trace import PodArrival, TraceRecord, write_trace
+
+if TYPE_CHECKING:
+    from secondary_scheduler.kube.kubeconfig import Connection
+    from secondary_scheduler.plugins.trimaran.source import MetricSource
 
 PROGRESS_EVERY = 20000
 """Records between two progress-bar updates (each update costs more than a record)."""
@@ -126,3 +139,75 @@ def _with_progress(records: Any, duration: float, counts: dict[str, int]) -> Any
                 progress.update(task, completed=record.t, day=record.t / 86400, records=number)
             yield record
         progress.update(task, completed=duration)
+
+
+@dataclass(frozen=True)
+class HistoryPlan:
+    """What `secsched snapshot --history` is to record, checked before the snapshot is taken."""
+
+    history: str
+    options: RecordOptions
+    prometheus: str | None
+    trace_path: Path
+
+
+def plan_history(
+    history: str | None,
+    step: str | None,
+    prometheus: str | None,
+    trace_path: str | None,
+    snapshot_output: str,
+    namespaces: tuple[str, ...],
+) -> HistoryPlan | None:
+    """The --history flags read and checked (None without --history; its companions refused then)."""
+    if history is None:
+        flags = (("--history-step", step), ("--prometheus", prometheus), ("--trace", trace_path))
+        given = [flag for flag, value in flags if value]
+        if given:
+            raise click.UsageError(
+                f"{', '.join(given)} only apply with --history DURATION: add it, or drop them"
+            )
+        return None
+    if trace_path is None:
+        if snapshot_output == "-":
+            raise click.UsageError(
+                "--history writes a trace file: give --trace PATH (the snapshot goes to stdout)"
+            )
+        trace_path = str(Path(snapshot_output).with_suffix("")) + ".trace.jsonl.gz"
+    seconds = {}
+    for flag, text in (("--history", history), ("--history-step", step or "1m")):
+        try:
+            seconds[flag] = parse_duration(text)
+        except ValueError as error:
+            raise click.BadParameter(
+                f"{text!r}: {error} (e.g. 90s, 30m, 12h, 7d)", param_hint=f"'{flag}'"
+            ) from None
+    try:
+        options = RecordOptions(
+            history=seconds["--history"], step=seconds["--history-step"], namespaces=namespaces
+        )
+    except ValueError as error:
+        raise click.UsageError(str(error)) from None
+    return HistoryPlan(history, options, prometheus, Path(trace_path))
+
+
+def record_history(connection: Connection, configured: list[MetricSource], plan: HistoryPlan | None) -> None:
+    """`secsched snapshot --history`: record the past into a trace beside the snapshot."""
+    if plan is None:
+        return
+    try:
+        source = prometheus_source(plan.prometheus, configured)
+        recording = asyncio.run(record_to_file(connection, source, plan.options, plan.trace_path))
+    except RecordError as error:
+        raise click.ClickException(str(error)) from None
+    except OSError as error:
+        raise InputError(str(plan.trace_path), f"cannot be written ({error.strerror or error})") from error
+    samples = sum(len(times) for times, _, _ in recording.samples.values())
+    left_out = len(recording.left_out)
+    click.echo(
+        f"trace: {len(recording.arrivals)} pods, {samples:,} usage samples over {plan.history} "
+        f"from {source.address}"
+        + (f" ({left_out} deleted pods without recorded requests left out)" if left_out else "")
+        + f" -> {plan.trace_path}",
+        err=True,
+    )

@@ -3,6 +3,9 @@
 It watches the cluster's nodes and pods and publishes, per node,
 `instance:node_cpu:ratio` and `instance:node_memory_utilisation:ratio` with
 `instance=<node name>`: the recording rules load-watcher and Trimaran query.
+With the model's ``podSeries`` on, it also publishes each pod's usage under cAdvisor's names
+(`container_cpu_usage_seconds_total`, `container_memory_working_set_bytes`), which is what
+`secsched snapshot --history` records from a real cluster's kubelets.
 
 HTTP: GET /metrics (Prometheus text), GET /load (model and current values as JSON),
 PUT /load (change base loads or the pod factor; see loadmodel.LoadModel.update).
@@ -15,13 +18,14 @@ import argparse
 import asyncio
 import json
 import logging
+import time
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 
-from secondary_scheduler.cluster.loadmodel import LoadModel
+from secondary_scheduler.cluster.loadmodel import TERMINAL_PHASES, LoadModel, pod_usage
 from secondary_scheduler.kube import kubeconfig
 from secondary_scheduler.kube.client import ApiClient
 from secondary_scheduler.kube.reflector import Reflector
@@ -30,6 +34,8 @@ from secondary_scheduler.kube.store import ObjectStore
 log = logging.getLogger("loadexporter")
 
 SERIES = (("instance:node_cpu:ratio", 0), ("instance:node_memory_utilisation:ratio", 1))
+POD_CPU_SERIES = "container_cpu_usage_seconds_total"
+POD_MEMORY_SERIES = "container_memory_working_set_bytes"
 
 
 class Exporter:
@@ -38,6 +44,8 @@ class Exporter:
         self.state_file = state_file
         self.nodes = ObjectStore()
         self.pods = ObjectStore()
+        self.cpu_seconds: dict[tuple[str, str], tuple[float, float, float]] = {}
+        """(namespace, pod) -> (CPU seconds so far, when counted, cores since): the counter's state."""
 
     def _pods_by_node(self) -> dict[str, list[dict[str, Any]]]:
         grouped: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -60,7 +68,32 @@ class Exporter:
                 f'{series}{{instance="{node}"}} {ratios[index]:.6f}'
                 for node, ratios in sorted(values.items())
             )
+        if self.model.pod_series:
+            lines.extend(self._pod_series(time.time()))
         return web.Response(text="\n".join(lines) + "\n", content_type="text/plain")
+
+    def _pod_series(self, now: float) -> list[str]:
+        """Each running bound pod's model usage as cAdvisor names it (on its first container): CPU as a
+        counter of seconds, integrated from scrape to scrape at the cores the model gave at the last
+        one, and memory as a gauge of bytes."""
+        cpu_lines, memory_lines = [f"# TYPE {POD_CPU_SERIES} counter"], [f"# TYPE {POD_MEMORY_SERIES} gauge"]
+        counted: dict[tuple[str, str], tuple[float, float, float]] = {}
+        for pod in self.pods.objects.values():
+            spec, metadata = pod.get("spec") or {}, pod.get("metadata") or {}
+            node = spec.get("nodeName")
+            if not node or (pod.get("status") or {}).get("phase") in TERMINAL_PHASES:
+                continue
+            key = (metadata.get("namespace", ""), metadata.get("name", ""))
+            millicores, memory = pod_usage(pod, self.model.pod_factor)
+            total, since, cores = self.cpu_seconds.get(key, (0.0, now, 0.0))
+            total += cores * (now - since)
+            counted[key] = (total, now, millicores / 1000)
+            container = ((spec.get("containers") or [{}])[0]).get("name", "")
+            labels = f'namespace="{key[0]}",pod="{key[1]}",container="{container}",node="{node}"'
+            cpu_lines.append(f"{POD_CPU_SERIES}{{{labels}}} {total:.6f}")
+            memory_lines.append(f"{POD_MEMORY_SERIES}{{{labels}}} {memory:.0f}")
+        self.cpu_seconds = counted
+        return cpu_lines + memory_lines
 
     async def get_load(self, _: web.Request) -> web.Response:
         values = {

@@ -75,6 +75,10 @@ class LoadModel:
     nodes: dict[str, BaseLoad] = field(default_factory=dict)
     pod_factor: float = 1.0
     seed: int = 0
+    pod_series: bool = False
+    """Also publish each pod's usage under cAdvisor's names (container_cpu_usage_seconds_total,
+    container_memory_working_set_bytes), as a kubelet would: what `secsched snapshot --history`
+    records. Off unless asked (``{"podSeries": true}``): a series per pod costs Prometheus at scale."""
 
     def __post_init__(self) -> None:
         self._random = random.Random(self.seed)
@@ -88,13 +92,17 @@ class LoadModel:
         factor = float(data.get("podFactor", self.pod_factor))
         if factor < 0:
             raise ValueError(f"podFactor={factor} must be >= 0")
-        self.default, self.nodes, self.pod_factor = default, nodes, factor
+        pod_series = data.get("podSeries", self.pod_series)
+        if not isinstance(pod_series, bool):
+            raise ValueError(f"podSeries={pod_series!r} must be true or false")
+        self.default, self.nodes, self.pod_factor, self.pod_series = default, nodes, factor, pod_series
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "default": vars(self.default),
             "nodes": {name: vars(load) for name, load in sorted(self.nodes.items())},
             "podFactor": self.pod_factor,
+            "podSeries": self.pod_series,
         }
 
     def utilisation(
