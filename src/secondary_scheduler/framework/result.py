@@ -1,4 +1,4 @@
-"""What ``Framework.schedule`` returns: the chosen node, or why there is none, and optionally the scores."""
+"""What ``schedule_one.schedule_pod`` returns: the chosen node, or why there is none, and the scores."""
 
 from __future__ import annotations
 

@@ -14,7 +14,6 @@ kube-scheduler.
 
 from __future__ import annotations
 
-import logging
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -53,8 +52,6 @@ from secondary_scheduler.framework.profile import ExtensionPoint, ProfileLike
 from secondary_scheduler.framework.result import PluginScores
 from secondary_scheduler.framework.scores import MAX_NODE_SCORE, MIN_NODE_SCORE
 from secondary_scheduler.framework.status import SUCCESS, Code, Status
-
-log = logging.getLogger(__name__)
 
 MAX_PERMIT_TIMEOUT = 15 * 60.0
 
