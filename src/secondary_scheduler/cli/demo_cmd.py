@@ -41,6 +41,8 @@ def demo(
     4. The same VMs and scene on the same starting load with the upstream kube-scheduler's
        default profile and with upstream Trimaran; an HTML report with plots, each disk's
        node and the preemption, for all three.
+    5. A generated week of VMs replayed (`secsched replay`, no cluster) for seed 000's profile,
+       the default profile and ours; its measures and plots join the report.
     """
     from secondary_scheduler.demo.main import DemoError, DemoOptions, run_demo
     from secondary_scheduler.demo.scenario import Scenario

@@ -23,6 +23,7 @@ from secondary_scheduler.config.errors import ConfigError
 from secondary_scheduler.config.loader import load_config
 from secondary_scheduler.config.model import ExtensionPoint
 from secondary_scheduler.demo import operatorflow
+from secondary_scheduler.demo.replayscene import ReplaySceneError, ReplaySceneResult, run_replay_scene
 from secondary_scheduler.demo.run import RunResult, run_workload
 from secondary_scheduler.demo.scenario import STORAGE_PER_CORE_GI, Scenario
 from secondary_scheduler.demo.scenes import run_scenes
@@ -87,7 +88,7 @@ def run_demo(options: DemoOptions) -> Path:
     runs: list[RunResult] = []
     seed_text, seed_source = seed_config()
 
-    console.rule("1/4  ours, installed by the operator")
+    console.rule("1/5  ours, installed by the operator")
     runs.append(_run_ours(options, vms, preemptor, web, seed_text, output / "ours"))
     _print_ours(runs[0], scenario.target)
 
@@ -96,14 +97,16 @@ def run_demo(options: DemoOptions) -> Path:
         (UPSTREAM_TRIMARAN_LABEL, example_config(), "upstream-trimaran"),
     )
     for number, (label, config, directory) in enumerate(upstream, start=2):
-        console.rule(f"{number}/4  {label}, same VMs, same starting load")
+        console.rule(f"{number}/5  {label}, same VMs, same starting load")
         runs.append(_run_upstream(options, label, config, vms, preemptor, web, output / directory))
 
     _print_comparison(runs)
     _print_disks(runs)
     _print_preemption(runs)
-    console.rule("4/4  HPC and telco: gang scheduling and NUMA-aware placement, each scheduler in turn")
+    console.rule("4/5  HPC and telco: gang scheduling and NUMA-aware placement, each scheduler in turn")
     scene_problems = run_scenes(output / "scenes", options.keep)
+    console.rule("5/5  replay: a generated week, every example profile side by side, in simulated time")
+    replay = _run_replay(output / "replay")
     heavy = scenario.heavy_size()
     facts = {
         "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
@@ -130,12 +133,34 @@ def run_demo(options: DemoOptions) -> Path:
     }
     from secondary_scheduler.demo.report import write_report  # matplotlib loads only when a report is written
 
-    report = write_report(output / "report.html", runs, scenario.target, facts)
+    report = write_report(output / "report.html", runs, scenario.target, facts, replay)
     console.print(f"\n[bold]Report:[/bold] {report}")
     problems = [*_our_problems(runs[0]), *scene_problems]
     if problems:
         raise DemoError(f"our scheduler {'; '.join(problems)} (the report says more: {report})")
     return report
+
+
+def _run_replay(directory: Path) -> ReplaySceneResult:
+    """The replay scene (no cluster): the week replayed per profile, its table printed."""
+    from secondary_scheduler.replay.report import print_table
+
+    with step("replaying a generated week for each example profile") as current:
+        try:
+            result = run_replay_scene(directory, current.update)
+        except ReplaySceneError as error:
+            raise DemoError(str(error)) from error
+    week = result.scene
+    print_table(
+        week.target,
+        result.results,
+        f"a generated week ({week.vms:,} VMs, seed {week.seed})",
+        result.facts()["cluster"],
+    )
+    for name, why in result.skipped.items():
+        console.print(f"  [yellow]{name} not replayed:[/yellow] {why}", soft_wrap=True)
+    console.print(f"  the replay's own page: {result.page}")
+    return result
 
 
 def _our_problems(run: RunResult) -> list[str]:

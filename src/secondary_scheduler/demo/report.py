@@ -6,6 +6,7 @@ import base64
 import html
 import io
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import matplotlib
@@ -14,7 +15,9 @@ matplotlib.use("Agg")  # files only: no display on a server or in CI
 import matplotlib.pyplot as plt
 
 from secondary_scheduler.demo.preemption import PreemptionResult
+from secondary_scheduler.demo.replayscene import FIGURES, ReplaySceneResult
 from secondary_scheduler.demo.run import RunResult
+from secondary_scheduler.replay.report import ProfileResult
 
 COLOURS = ("#1f6feb", "#8c959f", "#d4a72c")
 
@@ -200,11 +203,72 @@ VM's disk stays on its node; KubeVirt would restart that VM, and it would wait t
 </details>"""
 
 
+REPLAY_ROWS: tuple[tuple[str, Callable[[ProfileResult], str]], ...] = (
+    ("node-minutes over target", lambda r: f"{r.node_minutes_over_target:,.0f}"),
+    ("VM-minutes on nodes over target", lambda r: f"{r.vm_minutes_over_target:,.0f}"),
+    ("VM-minutes on nodes over 90 %", lambda r: f"{r.vm_minutes_over_saturation:,.0f}"),
+    (
+        "node CPU p50 / p95 / p99",
+        lambda r: f"{r.p50_node_cpu:.0%} / {r.p95_node_cpu:.0%} / {r.p99_node_cpu:.0%}",
+    ),
+    ("node CPU max", lambda r: f"{r.max_node_cpu:.0%}"),
+    ("CPU spread across nodes (std)", lambda r: f"{r.cpu_spread:.1%}"),
+    ("nodes in use (mean)", lambda r: f"{r.mean_nodes_in_use:,.1f}"),
+    ("pods that waited", lambda r: str(r.waited_pods)),
+    ("unschedulable pods", lambda r: str(r.unschedulable_pods)),
+    ("decisions (per wall second)", lambda r: f"{r.decisions:,} ({r.decisions_per_second:,.0f}/s)"),
+)
+"""The replay's measures as the scene's table shows them (docs/replay.md says what each means)."""
+
+
+def _png_file(path: Path) -> str:
+    """A PNG file, base64, for a data: URL (the report is one self-contained file)."""
+    return base64.b64encode(path.read_bytes()).decode()
+
+
+def replay_section(scene: ReplaySceneResult | None) -> str:
+    """The replay scene: the measures side by side and the replay's plots, embedded."""
+    if scene is None or not scene.results:
+        return ""
+    week = scene.scene
+    headers = ["", *[f"{result.name} ({result.config})" for result in scene.results]]
+    rows: list[list[Cell]] = [
+        [label, *(show(result) for result in scene.results)] for label, show in REPLAY_ROWS
+    ]
+    images = "".join(
+        f"<h3>{html.escape(title)}</h3>"
+        f'<img src="data:image/png;base64,{_png_file(scene.directory / name)}" alt="{html.escape(title)}">'
+        for title, name in FIGURES
+    )
+    skipped = "".join(
+        f'<p class="note">{html.escape(name)} was not replayed: {html.escape(why)}</p>'
+        for name, why in scene.skipped.items()
+    )
+    facts: list[list[Cell]] = [[key, value] for key, value in scene.facts().items()]
+    return f"""<h2>Replay: a week of {week.vms:,} VMs over {week.nodes} nodes, in {scene.seconds:.0f} s</h2>
+<p class="note">The runs above show a minute of a live cluster; <code>secsched replay</code> shows what a
+profile does over a week. A generated fleet (KubeVirt instance types, deploys arriving in bursts, daily
+and weekly usage patterns, use above requests) is scheduled by the scheduler's own framework and plugins
+on a simulated clock, once per profile, from the same {week.nodes} empty nodes
+({html.escape(week.node_shape)}); the load-aware plugins read a simulated Prometheus. Node CPU is use
+over capacity, measured every simulated minute; the target is {week.target:.0%}. docs/replay.md
+explains each measure and the limits of a replay (how close it comes to a live cluster is measured by
+<code>tests/cluster/test_replay_agreement.py</code>). The replay's own page:
+<code>{html.escape(str(scene.page))}</code>.</p>
+{_table(headers, rows)}
+{skipped}
+{images}
+<details><summary>About this replay</summary>
+{_table(["", ""], facts)}
+</details>"""
+
+
 def write_report(
     path: Path,
     runs: list[RunResult],
     target: int,
     facts: dict[str, str],
+    replay: ReplaySceneResult | None = None,
 ) -> Path:
     summary_headers = [
         "scheduler",
@@ -273,6 +337,7 @@ from an idle one. The load figures are taken once the fleet is placed, before th
 {_table(["node", "starting CPU", *[run.label for run in runs]], per_node_rows)}
 {disks_section(runs)}
 {preemption_section(runs)}
+{replay_section(replay)}
 <h2>About this run</h2>
 {_table(["", ""], fact_rows)}
 </body></html>
