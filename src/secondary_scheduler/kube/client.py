@@ -22,6 +22,7 @@ import aiohttp
 import orjson
 
 from secondary_scheduler.httpsession import TRANSPORT_ERRORS, LazySession
+from secondary_scheduler.kube import execcredential
 from secondary_scheduler.kube.kubeconfig import Connection
 
 log = logging.getLogger(__name__)
@@ -41,6 +42,11 @@ TOKEN_FILE_REREAD_SECONDS = 60.0
 
 class ApiUnavailable(Exception):
     """The API server could not be reached, or dropped the connection, after every retry."""
+
+
+class CredentialsUnavailable(ApiUnavailable):
+    """The kubeconfig's credential plugin failed, so no request could be sent (client-go's
+    `getting credentials: ...`, which kubectl reports as a failure to connect)."""
 
 
 class ApiError(Exception):
@@ -172,6 +178,10 @@ class ApiClient:
         self.max_retry_seconds = max_retry_seconds
         self._server = connection.server.rstrip("/")
         tls = connection.ssl_context() if self._server.startswith("https:") else None
+        self._tls = tls
+        self._exec = execcredential.authenticator_for(connection.exec) if connection.exec else None
+        self._exec_certificate: str | None = None
+        """The plugin's client certificate file loaded into the TLS context, to notice rotation."""
         headers = {"User-Agent": user_agent, "Accept": "application/json"}
         self._http = LazySession(
             tls=tls,
@@ -200,15 +210,55 @@ class ApiClient:
         await self._http.close()
         await self._watch_http.close()
 
-    def _headers(self, content_type: str | None = None) -> dict[str, str]:
-        """Authorization and the body's type for one request."""
+    async def _headers(
+        self, what: str, content_type: str | None = None
+    ) -> tuple[dict[str, str], execcredential.Credentials | None]:
+        """Authorization and the body's type for request `what`, and the plugin credentials used."""
         headers = {}
-        token = self._bearer_token()
+        creds = await self._plugin_credentials(what)
+        token = creds.token if creds is not None else self._bearer_token()
         if token:
             headers["Authorization"] = f"Bearer {token}"
         if content_type:
             headers["Content-Type"] = content_type
-        return headers
+        return headers, creds
+
+    async def _plugin_credentials(self, what: str) -> execcredential.Credentials | None:
+        """The exec plugin's credentials (run in a thread when it must run: it may be slow)."""
+        if self._exec is None:
+            return None
+        creds = self._exec.cached()
+        if creds is None:
+            try:
+                creds = await asyncio.to_thread(self._exec.credentials)
+            except execcredential.CredentialError as error:
+                raise CredentialsUnavailable(
+                    f"{what}: getting credentials: {error} (API server {self._server})"
+                ) from error
+        await self._use_certificate(creds)
+        return creds
+
+    async def _use_certificate(self, creds: execcredential.Credentials) -> None:
+        """Present the plugin's client certificate; when it rotates, close every open connection
+        (watches too) so none goes on with the old one, as client-go's connection tracker does."""
+        if self._tls is None or creds.client_cert_file == self._exec_certificate:
+            return
+        rotated = self._exec_certificate is not None
+        if creds.client_cert_file:
+            self._tls.load_cert_chain(creds.client_cert_file, creds.client_key_file)
+        self._exec_certificate = creds.client_cert_file
+        if rotated:
+            await self._http.close()
+            await self._watch_http.close()
+
+    async def _after_unauthorized(
+        self, used: execcredential.Credentials | None
+    ) -> execcredential.Credentials | None:
+        """The API server refused the plugin's credentials: new ones if the plugin gives different ones."""
+        if self._exec is None or used is None:
+            return None
+        fresh = await asyncio.to_thread(self._exec.refresh_after_unauthorized, used)
+        return fresh if fresh is not None and fresh is not used else None
 
     def _bearer_token(self) -> str | None:
         """The token; a token file is re-read once a minute, not on every request, so a rotated
@@ -233,10 +283,12 @@ class ApiClient:
         Raises ApiError for an error answer, ApiUnavailable when no answer came.
         """
         content = orjson.dumps(body) if body is not None else None
-        headers = self._headers(content_type if content is not None else None)
+        body_type = content_type if content is not None else None
+        headers, creds = await self._headers(f"{method} {path}", body_type)
         url, query = self._server + path, _query(params)
         deadline = time.monotonic() + (self.max_retry_seconds if retry else 0)
         delay = 0.2
+        reauthenticated = False
         while True:
             await self.limiter.take()
             sent = time.monotonic()
@@ -262,6 +314,12 @@ class ApiClient:
                     http_log.debug("%s %s %d %s in %.0f ms", method, target, status, reason, elapsed)
                 if status < 400:
                     return _decode(payload)
+                if status == 401 and not reauthenticated and await self._after_unauthorized(creds):
+                    # client-go runs the plugin again on a 401; sending the request once more with
+                    # the new credentials spares the caller a failure the next request would not have.
+                    reauthenticated = True
+                    headers, creds = await self._headers(f"{method} {path}", body_type)
+                    continue
                 if status not in RETRYABLE_STATUS or time.monotonic() + delay > deadline:
                     raise _error(status, reason, payload)
                 if retry_after.isdigit():
@@ -321,11 +379,14 @@ class ApiClient:
         connection fails or drops mid-stream (the caller resumes from its resourceVersion).
         """
         await self.limiter.take()
+        headers, creds = await self._headers(f"watch {path}")
         try:
             async with self._watch_http().get(
-                self._server + path, params=_query({**params, "watch": "true"}), headers=self._headers()
+                self._server + path, params=_query({**params, "watch": "true"}), headers=headers
             ) as response:
                 if response.status >= 400:
+                    if response.status == 401:
+                        await self._after_unauthorized(creds)  # the caller's next watch uses the new ones
                     raise _error(response.status, response.reason or "", await response.read())
                 async for line in _lines(response.content):
                     yield orjson.loads(line)

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
+import difflib
+import json
 import os
 import ssl
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,6 +21,8 @@ from urllib.parse import urlsplit
 
 import yaml
 
+from secondary_scheduler.kube import execcredential
+from secondary_scheduler.kube.credentialfiles import private_file
 from secondary_scheduler.safeyaml import (
     MAX_MANIFEST_BYTES,
     Document,
@@ -49,6 +51,8 @@ class Connection:
     token: str | None = None
     token_file: str | None = None
     insecure_skip_verify: bool = False
+    exec: execcredential.ExecConfig | None = None
+    """The user's credential plugin: its token or certificate is fetched when a request needs it."""
 
     def ssl_context(self) -> ssl.SSLContext:
         context = ssl.create_default_context(cafile=self.ca_file)
@@ -60,9 +64,12 @@ class Connection:
         return context
 
     def bearer_token(self) -> str | None:
-        """The token to send now; a token file is re-read so rotated tokens are picked up."""
+        """The token to send now; a token file is re-read so rotated tokens are picked up, an exec
+        plugin is run unless its cached token is still valid (raises execcredential.CredentialError)."""
         if self.token_file:
             return Path(self.token_file).read_text().strip()
+        if self.exec is not None:
+            return execcredential.authenticator_for(self.exec).credentials().token
         return self.token
 
 
@@ -183,27 +190,7 @@ def _inline(reader: _Reader, path: tuple[str | int, ...], value: Any, suffix: st
             "not valid base64",
             f"encode the PEM file with `base64 -w0 FILE`, or name it in {str(path[-1])[:-5]}",
         ) from error
-    return _credential_file(data, suffix)
-
-
-def _credential_file(data: bytes, suffix: str) -> str:
-    """The path of a 0600 file holding ``data``, named by its digest in a private directory.
-
-    One file per distinct credential, reused by every load of it, so a process that loads
-    kubeconfigs repeatedly (tests, the operator) does not leave a new file behind each time.
-    """
-    directory = Path(tempfile.gettempdir()) / f"secsched-credentials-{os.getuid()}"
-    directory.mkdir(mode=0o700, exist_ok=True)
-    info = directory.stat()
-    if info.st_uid != os.getuid() or info.st_mode & 0o077:
-        raise OSError(f"{directory} must belong to this user and be private (mode 0700)")
-    target = directory / f"{hashlib.sha256(data).hexdigest()[:32]}{suffix}"
-    if not target.exists():
-        handle, temporary = tempfile.mkstemp(dir=directory, suffix=suffix)  # created 0600
-        with os.fdopen(handle, "wb") as output:
-            output.write(data)
-        os.replace(temporary, target)
-    return str(target)
+    return private_file(data, suffix)
 
 
 def _check_tls(
@@ -254,12 +241,160 @@ def ssl_reason(error: BaseException) -> str:
     return str(error)
 
 
-_UNSUPPORTED_AUTH = {
-    "exec": "exec credential plugins are not supported",
-    "auth-provider": "auth-provider plugins are not supported",
-    "username": "basic authentication was removed from Kubernetes in 1.19",
-    "password": "basic authentication was removed from Kubernetes in 1.19",
+_BASIC_AUTH_REMOVED = "basic authentication was removed from Kubernetes in 1.19"
+_EXEC_FIELDS = (
+    "command",
+    "args",
+    "env",
+    "apiVersion",
+    "installHint",
+    "provideClusterInfo",
+    "interactiveMode",
+)
+_REMOVED_AUTH_PROVIDERS = {
+    # client-go 1.34's stubs for the providers it dropped, word for word.
+    "gcp": "The gcp auth plugin has been removed.\n"
+    'Please use the "gke-gcloud-auth-plugin" kubectl/client-go credential plugin instead.\n'
+    "See https://cloud.google.com/blog/products/containers-kubernetes/kubectl-auth-changes-in-gke "
+    "for further details",
+    "azure": "The azure auth plugin has been removed.\n"
+    "Please use the https://github.com/Azure/kubelogin kubectl/client-go credential plugin instead.\n"
+    "See https://kubernetes.io/docs/reference/access-authn-authz/authentication/"
+    "#client-go-credential-plugins for further details",
 }
+
+
+def _exec_config(
+    reader: _Reader,
+    at: tuple[str | int, ...],
+    body: Any,
+    user_name: str,
+    base: Path,
+    cluster_json: str,
+) -> execcredential.ExecConfig:
+    """A user's `exec` section checked as clientcmd's validation does, in its words."""
+    if not isinstance(body, dict):
+        raise reader.error(at, f"expected a mapping with command and apiVersion, got {_kind(body)}")
+    for key in body:
+        if key not in _EXEC_FIELDS:
+            close = difflib.get_close_matches(str(key), _EXEC_FIELDS, n=1, cutoff=0.6)
+            fix = (
+                f"did you mean `{close[0]}`?"
+                if close
+                else f"the fields of exec are {', '.join(_EXEC_FIELDS)}"
+            )
+            raise reader.error((*at, key), "unknown field", fix)
+    command = reader.text((*at, "command"), body.get("command"))
+    if not command:
+        raise reader.error(
+            (*at, "command"), f"command must be specified for {user_name} to use exec authentication plugin"
+        )
+    if os.sep in command and not Path(command).is_absolute():
+        command = str(base / command)  # clientcmd: a command with a slash is relative to the kubeconfig
+    api_version = reader.text((*at, "apiVersion"), body.get("apiVersion"))
+    if not api_version:
+        raise reader.error(
+            (*at, "apiVersion"),
+            f"apiVersion must be specified for {user_name} to use exec authentication plugin",
+            f"e.g. apiVersion: {execcredential.API_VERSIONS[0]}",
+        )
+    if api_version not in execcredential.API_VERSIONS:
+        raise reader.error(
+            (*at, "apiVersion"),
+            f"exec plugin: invalid apiVersion {json.dumps(api_version)}",
+            f"use {' or '.join(execcredential.API_VERSIONS)}",
+        )
+    args = body.get("args") or []
+    if not isinstance(args, list) or not all(isinstance(arg, str) for arg in args):
+        raise reader.error((*at, "args"), f"expected a list of strings, got {_kind(args)}")
+    env: list[tuple[str, str]] = []
+    entries = body.get("env") or []
+    if not isinstance(entries, list):
+        raise reader.error((*at, "env"), f"expected a list of name/value pairs, got {_kind(entries)}")
+    for index, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            raise reader.error(
+                (*at, "env", index), f"expected a mapping with name and value, got {_kind(entry)}"
+            )
+        name = reader.text((*at, "env", index, "name"), entry.get("name"))
+        if not name:
+            raise reader.error(
+                (*at, "env", index, "name"),
+                f"env variable name must be specified for {user_name} to use exec authentication plugin",
+            )
+        env.append((name, reader.text((*at, "env", index, "value"), entry.get("value")) or ""))
+    mode = reader.text((*at, "interactiveMode"), body.get("interactiveMode"))
+    if not mode and api_version.endswith("/v1beta1"):
+        mode = "IfAvailable"  # clientcmd's default for v1beta1, kept for compatibility
+    if not mode:
+        raise reader.error(
+            (*at, "interactiveMode"),
+            f"interactiveMode must be specified for {user_name} to use exec authentication plugin",
+            "set it to Never, IfAvailable or Always",
+        )
+    if mode not in execcredential.INTERACTIVE_MODES:
+        raise reader.error(
+            (*at, "interactiveMode"),
+            f"invalid interactiveMode for {user_name}: {json.dumps(mode)}",
+            "use Never, IfAvailable or Always",
+        )
+    provide = body.get("provideClusterInfo", False)
+    if not isinstance(provide, bool):
+        raise reader.error((*at, "provideClusterInfo"), f"expected true or false, got {_kind(provide)}")
+    return execcredential.ExecConfig(
+        command=command,
+        api_version=api_version,
+        args=tuple(args),
+        env=tuple(env),
+        install_hint=execcredential.clean_install_hint(
+            reader.text((*at, "installHint"), body.get("installHint")) or ""
+        ),
+        provide_cluster_info=provide,
+        interactive_mode=mode,
+        cluster_json=cluster_json,
+    )
+
+
+def _exec_cluster_json(
+    reader: _Reader,
+    cluster_at: tuple[str | int, ...],
+    cluster: dict[str, Any],
+    server: str,
+    ca_file: str | None,
+) -> str:
+    """What a plugin with provideClusterInfo is told about the cluster (client-go's ConfigToExecCluster)."""
+    extension = None
+    extensions = cluster.get("extensions") or []
+    if not isinstance(extensions, list):
+        raise reader.error(
+            (*cluster_at, "extensions"), f"expected a list of named extensions, got {_kind(extensions)}"
+        )
+    for entry in extensions:
+        if isinstance(entry, dict) and entry.get("name") == execcredential.CLUSTER_EXTENSION:
+            extension = entry.get("extension")
+    return execcredential.cluster_info(
+        server,
+        tls_server_name=cluster.get("tls-server-name"),
+        insecure=bool(cluster.get("insecure-skip-tls-verify")),
+        ca_data=Path(ca_file).read_bytes() if ca_file else None,
+        proxy_url=cluster.get("proxy-url"),
+        disable_compression=bool(cluster.get("disable-compression")),
+        config=extension,
+    )
+
+
+def _check_auth_provider(reader: _Reader, at: tuple[str | int, ...], body: Any) -> None:
+    """client-go 1.34 registers no auth-provider in a plain client (kubectl adds oidc): refuse each
+    with client-go's own text, which for gcp and azure names the exec plugin that replaced it."""
+    name = body.get("name") if isinstance(body, dict) else None
+    if name in _REMOVED_AUTH_PROVIDERS:
+        raise reader.error((*at, "name"), _REMOVED_AUTH_PROVIDERS[str(name)])
+    raise reader.error(
+        (*at, "name"),
+        f"no Auth Provider found for name {json.dumps(name)}",
+        "use an exec credential plugin (kubelogin for OIDC: `kubectl oidc-login get-token`), a token, "
+        "or a client certificate",
+    )
 
 
 def from_kubeconfig(
@@ -324,14 +459,22 @@ def from_kubeconfig(
     if user_name:
         user_index, user = reader.named("user", user_name)
         user_at = ("users", user_index, "user")
-    for key, why in _UNSUPPORTED_AUTH.items():
+    for key in ("username", "password"):
         if user.get(key):
             raise reader.error(
                 (*user_at, key),
-                f"{why} by this program",
-                "use a kubeconfig with a token, a tokenFile or a client certificate "
+                f"{_BASIC_AUTH_REMOVED} by this program",
+                "use a token, a tokenFile, a client certificate or an exec credential plugin "
                 "(e.g. `kubectl create token SERVICEACCOUNT` for a token)",
             )
+    if user.get("exec") and user.get("auth-provider"):
+        raise reader.error(
+            (*user_at, "auth-provider"),
+            f"authProvider cannot be provided in combination with an exec plugin for {user_name}",
+            "keep one of them",
+        )
+    if user.get("auth-provider"):
+        _check_auth_provider(reader, (*user_at, "auth-provider"), user["auth-provider"])
     base = source.parent
     insecure = cluster.get("insecure-skip-tls-verify", False)
     if not isinstance(insecure, bool):
@@ -352,14 +495,33 @@ def from_kubeconfig(
     token = reader.text((*user_at, "token"), user.get("token"))
     token_file = _file(reader, (*user_at, "tokenFile"), user.get("tokenFile"), base)
     tls = bool(ca_file or cert_file or insecure)
+    server = _server_url(reader, (*cluster_at, "server"), cluster.get("server"), tls)
+    exec_config = None
+    if user.get("exec") is not None:
+        if token or token_file or cert_file:
+            raise reader.error(
+                (*user_at, "exec"),
+                "client-go ignores an exec plugin when the user also has a token, tokenFile or client "
+                "certificate, so this user's credentials are ambiguous",
+                "remove either exec or the static credentials",
+            )
+        exec_config = _exec_config(
+            reader,
+            (*user_at, "exec"),
+            user["exec"],
+            str(user_name),
+            base,
+            _exec_cluster_json(reader, cluster_at, cluster, server, ca_file),
+        )
     connection = Connection(
-        server=_server_url(reader, (*cluster_at, "server"), cluster.get("server"), tls),
+        server=server,
         ca_file=ca_file,
         client_cert_file=cert_file,
         client_key_file=key_file,
         token=token or None,
         token_file=token_file,
         insecure_skip_verify=insecure,
+        exec=exec_config,
     )
     if connection.server.startswith("https:"):
         _check_tls(reader, connection, cluster_at, user_at)

@@ -21,7 +21,7 @@ import time
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from secondary_scheduler.kube.client import JSON, ApiClient, ApiError, ApiUnavailable
+from secondary_scheduler.kube.client import JSON, ApiClient, ApiError, ApiUnavailable, CredentialsUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +61,10 @@ def failure_hint(error: Exception, rbac: str = SCHEDULER_RBAC) -> str:
         if error.status == 404:
             return "the API server does not serve this resource (an API or CRD missing?)"
         return "retrying"
+    if isinstance(error, CredentialsUnavailable):
+        return (
+            "the kubeconfig user's credential plugin failed (its own output is above): fix it or log in again"
+        )
     return "is the API server running and reachable from here (address, port, firewall, proxy)?"
 
 

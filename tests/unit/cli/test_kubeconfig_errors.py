@@ -82,7 +82,7 @@ def test_a_valid_kubeconfig(tmp_path: Path) -> None:
         ),
         (
             config(user={"exec": {"command": "aws"}}),
-            "users[0].user.exec: exec credential plugins are not supported",
+            "exec.apiVersion: apiVersion must be specified for u to use exec authentication plugin",
         ),
         (config({"server": "ftp://h"}), "cluster.server: 'ftp://h' is not an http(s) URL"),
         (config({"server": 5}), "cluster.server: expected a string"),
