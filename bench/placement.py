@@ -15,7 +15,7 @@ from pathlib import Path
 
 from bench import report
 from bench.context import BenchContext, BenchOptions
-from bench.sections import RunInfo
+from bench.runinfo import RunInfo
 from secondary_scheduler.cluster.localcluster import LocalCluster
 from secondary_scheduler.cluster.schedulers import OURS, UPSTREAM, single_plugin_config, start_scheduler
 from secondary_scheduler.demo.quality import Quality

@@ -119,3 +119,97 @@ def comparison_rows(
     blanks = [""] * len(extra(ours))
     rows.append(["ours / upstream", *(f"{number(value, 2)}×" for value in ratios), *blanks])
     return rows
+
+
+# -- prose every compared section writes the same way ------------------------------------------
+LOADED = 1.0
+"""A 1-minute load above this before the benchmark began means other work was running."""
+IDLE_BUSY = 0.5
+"""CPUs busy with the cluster idle above which other work was running (the cluster alone: about 0.1)."""
+
+
+class Settled(Protocol):
+    """What the load note reads from a run record."""
+
+    @property
+    def load_before(self) -> float: ...
+
+    @property
+    def load_after(self) -> float: ...
+
+    @property
+    def busy_before(self) -> float: ...
+
+    @property
+    def idle_cpus(self) -> float: ...
+
+
+def load_note(
+    cpus: int,
+    load_at_start: float,
+    records: Sequence[Settled],
+    quiet_margin: float,
+    other_loads: Sequence[float] = (),
+) -> list[str]:
+    """A paragraph on how busy the machine was: whether other work ran beside the section's runs.
+
+    The load during the runs counts the benchmark's own cluster; what says other work ran is the
+    load before the cluster started (``load_at_start``), the idle cluster's machine being busy, or
+    runs that started before the machine settled. ``other_loads``: loads the section measured
+    outside its compared runs.
+    """
+    loads = [r.load_before for r in records] + [r.load_after for r in records] + list(other_loads)
+    loads = [value for value in loads if not math.isnan(value)]
+    if not loads:
+        return []
+    idle = max((r.idle_cpus for r in records if not math.isnan(r.idle_cpus)), default=math.nan)
+    unsettled = [r for r in records if r.busy_before - r.idle_cpus >= quiet_margin]
+    loaded = load_at_start > LOADED or (not math.isnan(idle) and idle > IDLE_BUSY) or bool(unsettled)
+    text = (
+        f"1-minute load average on the {cpus} CPUs: {load_at_start:.2f} when the benchmark began, "
+        f"{min(loads):.2f}-{max(loads):.2f} at the starts and ends of this section's runs (the "
+        "benchmark's own cluster counts in it too)."
+    )
+    if loaded:
+        text += (
+            " **These figures are from a machine shared with other work**"
+            + (
+                f" (with the cluster idle, {idle:.2f} of its {cpus} CPUs were busy)"
+                if not math.isnan(idle)
+                else ""
+            )
+            + (
+                f" ({len(unsettled)} of {len(records)} runs started before the machine settled, "
+                "see *busy before* below)"
+                if unsettled
+                else ""
+            )
+            + ": absolute numbers are lower than on an idle machine; the ratios compare runs made in "
+            "ABBA order under the same conditions."
+        )
+    else:
+        text += " The machine was otherwise quiet."
+    return [text, ""]
+
+
+def every_run(explanation: str, header: list[str], rows: list[list[str]], align: str) -> list[str]:
+    """The "Every run" part: each run in the order they ran, after what its columns mean."""
+    return [
+        "### Every run",
+        "",
+        f"In the order they ran. {explanation}",
+        "",
+        table(header, rows, align=align),
+    ]
+
+
+def compared_runs_method(sizes: Sequence[int], repeats: int) -> str:
+    """The Method's first point, the same for every section that compares runs on the throughput
+    section's cluster."""
+    listed = ", ".join(f"{size:,}" for size in sizes)
+    return f"""\
+- The cluster and the scheduler processes are the throughput section's: at each size ({listed} nodes
+  here) both schedulers run in turn, {repeats} runs each in ABBA order, each a fresh process
+  with the same flags and configuration, each waiting for its caches to sync; each run has a fresh
+  namespace. The best run of each scheduler (by throughput) is shown above; every run is listed.\
+"""

@@ -11,7 +11,8 @@ from pathlib import Path
 from bench import nodes, report
 from bench.context import BenchContext, BenchOptions
 from bench.machine import component_versions, load_average, machine, wait_for_low_load
-from bench.sections import SECTIONS, RunInfo, Section
+from bench.runinfo import RunInfo, Section
+from bench.sections import SECTIONS
 from secondary_scheduler.cluster.localcluster import ClusterOptions, LocalCluster
 from secondary_scheduler.cluster.nodes import NodeShape
 from secondary_scheduler.cluster.progress import console, step

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import random
 import time
 from collections.abc import Callable, Sequence
 
+from bench.objects import ObjectWatch, create_objects, delete_each
 from bench.stats import PodClock
-from secondary_scheduler.kube.client import JSON, ApiClient, ApiError, ApiUnavailable
+from secondary_scheduler.kube.client import JSON, ApiClient
 
 CPU_REQUESTS = ("100m", "100m", "200m", "250m", "500m")
 MEMORY_REQUESTS = ("128Mi", "128Mi", "256Mi", "512Mi")
+NO_GRACE = {"gracePeriodSeconds": 0}
+"""Benchmark pods go at once: nothing runs in them (KWOK)."""
 
 
 def pods_path(namespace: str) -> str:
@@ -70,66 +72,20 @@ async def delete_all_pods(
             return
         if time.monotonic() > deadline:
             raise TimeoutError(f"{len(names)} pods in {namespace} still there after {timeout:.0f}s")
-        await _delete_each(api, path, names, concurrency)
+        await delete_each(api, path, names, concurrency, NO_GRACE)
 
 
-async def _delete_each(api: ApiClient, path: str, names: list[str], concurrency: int) -> None:
-    pending = iter(names)
-
-    async def worker() -> None:
-        for name in pending:
-            try:
-                await api.delete(f"{path}/{name}", {"gracePeriodSeconds": 0})
-            except ApiError as error:
-                if not error.not_found:
-                    raise
-
-    await asyncio.gather(*(worker() for _ in range(max(1, concurrency))))
-
-
-class PodWatch:
-    """Feeds a PodClock from a watch on one namespace, from a given resourceVersion on."""
+class PodWatch(ObjectWatch):
+    """Feeds a PodClock from a watch on one namespace's pods, from its current resourceVersion on."""
 
     def __init__(self, api: ApiClient, namespace: str, clock: PodClock) -> None:
-        self.api = api
+        super().__init__(api, pods_path(namespace), self._saw, asyncio.Event())
         self.namespace = namespace
         self.clock = clock
-        self.events = 0
-        self.changed = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
 
-    async def start(self) -> None:
-        listing = await self.api.get(pods_path(self.namespace), {"limit": 1})
-        version = str(listing.get("metadata", {}).get("resourceVersion", ""))
-        self._task = asyncio.create_task(self._run(version), name=f"watch-{self.namespace}")
-
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-
-    async def _run(self, version: str) -> None:
-        path = pods_path(self.namespace)
-        while True:
-            params = {"resourceVersion": version, "allowWatchBookmarks": "true", "timeoutSeconds": "3600"}
-            try:
-                async for event in self.api.watch(path, params):
-                    now = time.monotonic()
-                    obj = event.get("object") or {}
-                    metadata = obj.get("metadata") or {}
-                    version = str(metadata.get("resourceVersion", version))
-                    kind = event.get("type")
-                    if kind == "ERROR":
-                        raise RuntimeError(f"the benchmark's pod watch failed: {obj.get('message')}")
-                    if kind in ("ADDED", "MODIFIED"):
-                        self.events += 1
-                        self.clock.saw(
-                            str(metadata.get("name")), now, (obj.get("spec") or {}).get("nodeName")
-                        )
-                        self.changed.set()
-            except ApiUnavailable:
-                await asyncio.sleep(0.2)  # resume from the last version seen
+    def _saw(self, pod: JSON, at: float) -> None:
+        name = str((pod.get("metadata") or {}).get("name"))
+        self.clock.saw(name, at, (pod.get("spec") or {}).get("nodeName"))
 
 
 async def create_pods(
@@ -141,14 +97,10 @@ async def create_pods(
     on_created: Callable[[], None] | None = None,
 ) -> None:
     """Create the pods in order with at most ``concurrency`` requests in flight."""
-    path = pods_path(namespace)
-    pending = iter(manifests)
 
-    async def worker() -> None:
-        for manifest in pending:
-            await api.create(path, manifest)
-            clock.create_returned(manifest["metadata"]["name"], time.monotonic())
-            if on_created is not None:
-                on_created()
+    def created(name: str, at: float) -> None:
+        clock.create_returned(name, at)
+        if on_created is not None:
+            on_created()
 
-    await asyncio.gather(*(worker() for _ in range(max(1, concurrency))))
+    await create_objects(api, pods_path(namespace), manifests, concurrency, created)

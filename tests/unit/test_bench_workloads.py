@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from bench.__main__ import WORKLOADS_DEFAULT_SIZES, _sizes, main, parser
 from bench.context import BenchOptions
+from bench.measuring import keep_counters
 from bench.sections import SECTIONS
 from bench.stats import PodClock
-from bench.throughput import _keep_metrics
 from bench.workloadclasses import (
     CLASS_NAMES,
     EXISTING,
@@ -39,15 +39,8 @@ from bench.workloadclasses import (
     zone_balanced,
     zones_of,
 )
-from bench.workloads import (
-    OPEN_LOOP,
-    SATURATION,
-    WorkloadRecord,
-    WorkloadsSection,
-    create_on_schedule,
-    open_loop_rate,
-    open_loop_rule,
-)
+from bench.workloads import WorkloadsSection, create_on_schedule, open_loop_rate
+from bench.workloads_report import OPEN_LOOP, SATURATION, WorkloadRecord, open_loop_rule
 from tests.unit.bench.reportparts import run_info
 
 from secondary_scheduler.cluster.nodes import NodeShape, plan_nodes
@@ -581,5 +574,5 @@ def test_a_runs_metrics_page_is_kept_whole(tmp_path: Path) -> None:
     page = '# TYPE scheduler_pod_scheduling_sli_duration_seconds histogram\nscheduler_x{a="b"} 1\n'
     run = SimpleNamespace(get=lambda path: SimpleNamespace(text=page if path == "/metrics" else ""))
     target = tmp_path / "o1-basic-open-loop.metrics-after.txt"
-    _keep_metrics(run, target)  # type: ignore[arg-type]
+    keep_counters(run, target)  # type: ignore[arg-type]
     assert target.read_text() == page

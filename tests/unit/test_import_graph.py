@@ -46,7 +46,7 @@ def _module_files() -> dict[str, tuple[Path, bool]]:
 MODULES = _module_files()
 
 
-def _type_checking_only(tree: ast.Module) -> set[int]:
+def type_checking_only(tree: ast.Module) -> set[int]:
     """ids of the nodes under ``if TYPE_CHECKING:`` (never executed)."""
     hidden: set[int] = set()
     for node in ast.walk(tree):
@@ -67,7 +67,7 @@ def imports_of(module: str) -> tuple[str, ...]:
     those inside functions included (they run when the function is called)."""
     path, is_package = MODULES[module]
     tree = ast.parse(path.read_text(), str(path))
-    hidden = _type_checking_only(tree)
+    hidden = type_checking_only(tree)
     here = module if is_package else module.rpartition(".")[0]
     found: list[str] = []
     for node in ast.walk(tree):

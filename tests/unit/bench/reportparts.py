@@ -7,8 +7,8 @@ from pathlib import Path
 
 from bench.context import BenchOptions
 from bench.machine import Machine
-from bench.sections import RunInfo
-from bench.workloads import SATURATION, WorkloadRecord
+from bench.runinfo import RunInfo
+from bench.workloads_report import SATURATION, WorkloadRecord
 
 
 def workload_options(classes: tuple[str, ...], workdir: Path = Path("/nonexistent")) -> BenchOptions:

@@ -11,7 +11,6 @@ import yaml
 from bench.__main__ import _range, _sizes, parser
 from bench.context import BenchOptions
 from bench.gang import (
-    GangRunRecord,
     GangSection,
     bind_spreads,
     gang_config,
@@ -22,8 +21,10 @@ from bench.gang import (
     members_of,
     partial_gangs,
 )
+from bench.gang_report import GangRunRecord
 from bench.machine import Machine
-from bench.sections import SECTIONS, RunInfo
+from bench.runinfo import RunInfo
+from bench.sections import SECTIONS
 from bench.stats import PodClock
 
 from secondary_scheduler.cluster.schedulers import OURS, UPSTREAM

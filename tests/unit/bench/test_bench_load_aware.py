@@ -17,7 +17,7 @@ from bench import runner
 from bench.__main__ import parser
 from bench.context import BenchOptions
 from bench.machine import Machine
-from bench.throughput import SCHEDULER_NAME
+from bench.measuring import SCHEDULER_NAME
 from bench.workloadclasses import (
     BY_NAME,
     CLASS_NAMES,
@@ -41,7 +41,8 @@ from bench.workloadclasses import (
     starting_load,
     zones_of,
 )
-from bench.workloads import LOAD_SCRAPE_INTERVAL, OPEN_LOOP, SATURATION, WorkloadsSection
+from bench.workloads import WorkloadsSection
+from bench.workloads_report import LOAD_SCRAPE_INTERVAL, OPEN_LOOP, SATURATION
 from tests.unit.bench.reportparts import load_record, run_info, workload_options
 
 from secondary_scheduler.cluster.loadmodel import LoadModel

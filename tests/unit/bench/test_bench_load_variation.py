@@ -12,7 +12,7 @@ import pytest
 import yaml
 from bench.__main__ import parser
 from bench.context import BenchContext
-from bench.throughput import SCHEDULER_NAME
+from bench.measuring import SCHEDULER_NAME
 from bench.workloadclasses import (
     BY_NAME,
     CLASS_NAMES,
@@ -39,7 +39,8 @@ from bench.workloadclasses import (
     variation_args,
     zones_of,
 )
-from bench.workloads import LOAD_SCRAPE_INTERVAL, OPEN_LOOP, SATURATION, WorkloadRecord, WorkloadsSection
+from bench.workloads import WorkloadsSection
+from bench.workloads_report import LOAD_SCRAPE_INTERVAL, OPEN_LOOP, SATURATION, WorkloadRecord
 from tests.unit.bench.reportparts import load_record, run_info, workload_options
 
 from secondary_scheduler.cluster.localcluster import ClusterError, LocalCluster
