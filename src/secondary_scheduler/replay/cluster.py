@@ -162,11 +162,15 @@ class ClusterLoad:
         return len(self.names)
 
     def count_static_pods(self, pods: Iterable[JSON]) -> None:
-        """The starting cluster's bound pods: they make their nodes in use (their load is background)."""
+        """The starting cluster's bound pods: they make their nodes in use, and use their requests
+        (``StartingCluster.from_snapshot`` took those out of the measured load, leaving the background)."""
         for pod in pods:
             index = self.index.get(str((pod.get("spec") or {}).get("nodeName") or ""))
             if index is not None:
                 self.static_pods[index] += 1
+                requests = PodInfo.from_pod(pod).requests
+                self.cpu_used[index] += requests.get("cpu", 0) / 1000
+                self.memory_used[index] += requests.get("memory", 0)
 
     def in_use(self) -> BoolArray:
         """Per node, whether any pod runs on it (the nodes a cluster pays for)."""
