@@ -10,6 +10,8 @@ scheduler-plugins' Coscheduling does. A group that never completes times out aft
 
 from __future__ import annotations
 
+import logging
+
 from pydantic import Field
 
 from secondary_scheduler.pluginapi import (
@@ -24,6 +26,7 @@ from secondary_scheduler.pluginapi import (
 )
 
 GROUP_LABEL = "permit.secsched.io/group"
+log = logging.getLogger(__name__)
 
 
 class GroupPermitArgs(PluginArgs):
@@ -50,6 +53,14 @@ class GroupPermit(PermitPlugin):
             if other.pod.namespace == pod.namespace and other.pod.labels.get(GROUP_LABEL) == group
         ]
         if len(waiting) + 1 < self.args.quorum:
+            # The tests wait for this line: the pod is held on its node, its room taken.
+            log.info(
+                "GroupPermit holds %s/%s at Permit (%d of %d)",
+                pod.namespace,
+                pod.name,
+                len(waiting) + 1,
+                self.args.quorum,
+            )
             return Status(Code.WAIT), self.args.timeout_seconds
         for other in waiting:
             other.allow(self.name)

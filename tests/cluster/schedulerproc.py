@@ -10,7 +10,7 @@ from typing import Any
 
 from secondary_scheduler.cluster.schedulers import OURS, SchedulerRun, start_scheduler
 from secondary_scheduler.kube.client import ApiClient
-from secondary_scheduler.kube.wait import wait_for
+from secondary_scheduler.kube.wait import poll_until, wait_for
 
 SECONDARY_CONFIG = """\
 apiVersion: kubescheduler.config.k8s.io/v1
@@ -83,6 +83,27 @@ async def wait_all_bound(
         return pods if len(done) >= count else None
 
     return await wait_for(bound, f"{count} pods in {namespace} to be bound", timeout=timeout, interval=0.5)
+
+
+async def metric_reaches(
+    run: SchedulerRun, name: str, labels: str = "", at_least: float = 1, timeout: float = 30
+) -> float:
+    """The metric's value once it is at least ``at_least``.
+
+    A scheduler counts a pod's attempt after its binding is answered, so a pod can be seen
+    bound a moment before it is counted: read a count only once it has caught up.
+    """
+
+    async def read() -> float:
+        return await asyncio.to_thread(run.metric, name, labels)
+
+    return await poll_until(
+        read,
+        lambda value: value >= at_least,
+        lambda value: f"{name}{{{labels}}} still {value:g} after {timeout:.0f}s, not {at_least:g}",
+        timeout,
+        interval=0.1,
+    )
 
 
 async def scheduled_events(api: ApiClient, namespace: str) -> list[dict[str, Any]]:

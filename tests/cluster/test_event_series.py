@@ -12,7 +12,7 @@ Ours must leave the same Events behind.
 
 from __future__ import annotations
 
-import asyncio
+import itertools
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,8 @@ from tests.cluster.schedulerproc import create_pods, pod_manifest
 pytestmark = pytest.mark.cluster
 
 SCHEDULERS = {OURS: "secondary-scheduler", UPSTREAM: "upstream-scheduler"}
-RETRIES = 6
+CHURN_INTERVAL = 2.0
+"""How often the test retries both pods (by binding and deleting a pod) until the series shows."""
 
 
 def config(scheduler_name: str) -> str:
@@ -60,14 +61,11 @@ def shape(event: dict[str, Any]) -> tuple[Any, ...]:
     )
 
 
-async def churn(api: ApiClient, namespace: str, node: str, count: int) -> None:
-    """Bind a small pod to `node` and delete it, `count` times: each deletion retries both pods."""
+async def churn(api: ApiClient, namespace: str, node: str, index: int) -> None:
+    """Bind a small pod to `node` and delete it: the deletion retries both pods."""
     path = f"/api/v1/namespaces/{namespace}/pods"
-    for i in range(count):
-        await api.create(path, pod_manifest(f"churn-{i}", scheduler="nobody", cpu="10m", nodeName=node))
-        await asyncio.sleep(1)
-        await api.delete(f"{path}/churn-{i}", params={"gracePeriodSeconds": 0})
-        await asyncio.sleep(3)
+    await api.create(path, pod_manifest(f"churn-{index}", scheduler="nobody", cpu="10m", nodeName=node))
+    await api.delete(f"{path}/churn-{index}", params={"gracePeriodSeconds": 0})
 
 
 async def test_repeated_failures_become_one_series_in_both_schedulers(
@@ -80,8 +78,11 @@ async def test_repeated_failures_become_one_series_in_both_schedulers(
         for kind, name in SCHEDULERS.items()
     ]
     seen: dict[str, list[dict[str, Any]]] = {}
+    churned = itertools.count()
 
     async def series_in_both() -> dict[str, list[dict[str, Any]]] | None:
+        """Retry both pods once more (a churn), then look for the series in both."""
+        await churn(api, namespace, node, next(churned))
         seen.update({kind: await failed_events(api, namespace, f"retry-{kind}") for kind in SCHEDULERS})
         ok = all(any((e.get("series") or {}).get("count", 0) >= 2 for e in seen[k]) for k in seen)
         return dict(seen) if ok else None
@@ -94,9 +95,11 @@ async def test_repeated_failures_become_one_series_in_both_schedulers(
                 return await failed_events(api, namespace, f"retry-{kind}") or None
 
             await wait_for(first, f"a FailedScheduling event from {kind}", timeout=30)
-        await churn(api, namespace, node, RETRIES)
         try:
-            events = await wait_for(series_in_both, "a FailedScheduling series from both", timeout=30)
+            # Each poll retries both pods (their backoff grows from 1 to 10 s), until both show it.
+            events = await wait_for(
+                series_in_both, "a FailedScheduling series from both", timeout=90, interval=CHURN_INTERVAL
+            )
         except TimeoutError as error:
             summary = {k: [(e.get("series"), e["note"][:50]) for e in found] for k, found in seen.items()}
             raise AssertionError(f"{error}: {summary}") from None

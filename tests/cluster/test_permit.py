@@ -9,7 +9,6 @@ times out, its pods are unreserved (their room goes to another pod) and requeued
 
 from __future__ import annotations
 
-import asyncio
 import os
 from pathlib import Path
 from typing import Any
@@ -18,10 +17,17 @@ import pytest
 
 from secondary_scheduler.cluster.localcluster import LocalCluster
 from secondary_scheduler.cluster.nodes import NodeShape
+from secondary_scheduler.cluster.schedulers import SchedulerRun
 from secondary_scheduler.kube.client import ApiClient
 from secondary_scheduler.kube.wait import wait_for
 from tests.cluster.permitgroup import GROUP_LABEL
-from tests.cluster.schedulerproc import create_pods, pod_manifest, running_scheduler, wait_all_bound
+from tests.cluster.schedulerproc import (
+    create_pods,
+    metric_reaches,
+    pod_manifest,
+    running_scheduler,
+    wait_all_bound,
+)
 
 pytestmark = pytest.mark.cluster
 
@@ -77,6 +83,16 @@ async def failed_notes(api: ApiClient, namespace: str) -> dict[str, list[str]]:
     return notes
 
 
+async def held_at_permit(run: SchedulerRun, namespace: str, names: list[str]) -> None:
+    """Until the scheduler's log says GroupPermit holds each of these pods (their room taken)."""
+
+    async def all_held() -> bool:
+        text = run.log.read_text(errors="replace")
+        return all(f"GroupPermit holds {namespace}/{name} at Permit" in text for name in names)
+
+    await wait_for(all_held, f"{names} held at Permit", timeout=30, interval=0.1)
+
+
 async def test_a_group_waits_at_permit_until_three_are_there_then_binds_together(
     cluster: LocalCluster, api: ApiClient, namespace: str, tmp_path: Path
 ) -> None:
@@ -84,8 +100,9 @@ async def test_a_group_waits_at_permit_until_three_are_there_then_binds_together
     with running_scheduler(cluster.kubeconfig, tmp_path, config, extra_args=(PERMIT_PLUGIN,)) as scheduler:
         await create_pods(api, namespace, [pod_manifest("loner")])  # no group: Permit lets it through
         await wait_all_bound(api, namespace, 1, timeout=30)
+        await metric_reaches(scheduler, "scheduler_schedule_attempts_total", 'result="scheduled"', 1)
         await create_pods(api, namespace, [member("trio-0", "trio"), member("trio-1", "trio")])
-        await asyncio.sleep(3)  # both reach Permit within milliseconds, and wait there
+        await held_at_permit(scheduler, namespace, ["trio-0", "trio-1"])
         pods = await pods_by_name(api, namespace)
         assert not pods["trio-0"]["spec"].get("nodeName") and not pods["trio-1"]["spec"].get("nodeName")
         assert scheduler.metric("scheduler_schedule_attempts_total", 'result="scheduled"') == 1
@@ -94,7 +111,10 @@ async def test_a_group_waits_at_permit_until_three_are_there_then_binds_together
         await create_pods(api, namespace, [member("trio-2", "trio")])
         await wait_all_bound(api, namespace, 4, timeout=30)
         # Each bound at its first attempt: the waiting ones were allowed, not timed out and retried.
-        assert scheduler.metric("scheduler_schedule_attempts_total", 'result="scheduled"') == 4
+        scheduled = await metric_reaches(
+            scheduler, "scheduler_schedule_attempts_total", 'result="scheduled"', 4
+        )
+        assert scheduled == 4
         assert scheduler.metric("scheduler_schedule_attempts_total", 'result="unschedulable"') == 0
         assert scheduler.stop() == 0, scheduler.tail()
 
@@ -111,7 +131,7 @@ async def test_an_incomplete_group_times_out_gives_its_room_back_and_is_requeued
         with running_scheduler(cluster.kubeconfig, tmp_path, config, extra_args=(PERMIT_PLUGIN,)) as run:
             duo = [member(f"duo-{i}", "duo", cpu="1700m", **pin) for i in range(2)]
             await create_pods(api, namespace, duo)
-            await asyncio.sleep(1)  # both wait at Permit, holding 3400m of the node's 3900m
+            await held_at_permit(run, namespace, ["duo-0", "duo-1"])  # 3400m of the node's 3900m taken
             await create_pods(api, namespace, [pod_manifest("blocker", cpu="2000m", **pin)])
 
             async def blocker_refused() -> str | None:

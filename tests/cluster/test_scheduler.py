@@ -14,6 +14,7 @@ from secondary_scheduler.kube.quantity import resource_value
 from secondary_scheduler.kube.wait import wait_for
 from tests.cluster.schedulerproc import (
     create_pods,
+    metric_reaches,
     pod_manifest,
     running_scheduler,
     scheduled_events,
@@ -49,7 +50,10 @@ async def test_schedules_its_pods_and_leaves_the_default_schedulers_alone(
     with running_scheduler(cluster.kubeconfig, tmp_path) as scheduler:
         await create_pods(api, namespace, ours + theirs)
         pods = await wait_all_bound(api, namespace, len(ours) + len(theirs))
-        assert scheduler.metric("scheduler_schedule_attempts_total", 'result="scheduled"') == len(ours)
+        scheduled = await metric_reaches(
+            scheduler, "scheduler_schedule_attempts_total", 'result="scheduled"', len(ours)
+        )
+        assert scheduled == len(ours)
 
         async def all_events() -> list[dict[str, Any]] | None:
             events = await scheduled_events(api, namespace)
