@@ -22,7 +22,6 @@ status stays empty.
 
 from __future__ import annotations
 
-import asyncio
 import datetime
 import os
 import time
@@ -153,18 +152,37 @@ async def wait_bound(api: ApiClient, namespace: str, prefix: str, count: int, ti
     return time.monotonic() - started
 
 
-async def stays_unbound(api: ApiClient, namespace: str, prefix: str, seconds: float) -> list[str]:
-    """Every pod named ``prefix*`` bound at any poll over ``seconds`` (empty: none ever was)."""
-    seen: set[str] = set()
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        seen.update(bound(await pods_of(api, namespace), prefix))
-        await asyncio.sleep(0.3)
-    return sorted(seen)
+def unschedulable(pod: JSON) -> bool:
+    """Whether the scheduler has tried the pod and said it cannot place it (PodScheduled=False)."""
+    conditions = pod.get("status", {}).get("conditions") or ()
+    return any(c["type"] == "PodScheduled" and c["status"] == "False" for c in conditions)
+
+
+async def refused(api: ApiClient, namespace: str, names: list[str], timeout: float = 60) -> list[str]:
+    """Until the scheduler has tried and refused each of these pods; returns those bound meanwhile.
+
+    A pod that waits at Permit is not refused yet: so once every pod named here is, the
+    scheduler has made up its mind about all of them (the bound list should be empty).
+    """
+    early: set[str] = set()
+
+    async def all_refused() -> bool:
+        pods = await pods_of(api, namespace)
+        early.update(name for name in names if pods[name]["spec"].get("nodeName"))
+        return all(unschedulable(pods[name]) for name in names)
+
+    await wait_for(all_refused, f"{names} to be refused in {namespace}", timeout=timeout, interval=0.2)
+    return sorted(early)
 
 
 async def bind_spread(api: ApiClient, namespace: str, prefix: str, count: int) -> float:
-    """Seconds between the first and the last Scheduled event of the ``count`` pods named ``prefix*``.
+    """Seconds between the first and the last Scheduled event of the ``count`` pods named ``prefix*``."""
+    times = await scheduled_times(api, namespace, prefix, count)
+    return max(times.values()) - min(times.values())
+
+
+async def scheduled_times(api: ApiClient, namespace: str, prefix: str, count: int) -> dict[str, float]:
+    """Pod -> the eventTime of its Scheduled event (epoch seconds), for the ``count`` pods ``prefix*``.
 
     A scheduler sends its Events after the Binding (client-go from a goroutine of its own, ours
     once no pod is on its way to a node), so a pod can be bound before its Event exists: this
@@ -172,7 +190,7 @@ async def bind_spread(api: ApiClient, namespace: str, prefix: str, count: int) -
     """
     path = f"/apis/events.k8s.io/v1/namespaces/{namespace}/events"
 
-    async def scheduled_times() -> dict[str, float] | None:
+    async def every_one() -> dict[str, float] | None:
         events = (await api.list_all(path))["items"]
         times = {
             event["regarding"]["name"]: _parse(event.get("eventTime"))
@@ -181,10 +199,7 @@ async def bind_spread(api: ApiClient, namespace: str, prefix: str, count: int) -
         }
         return times if len(times) >= count else None
 
-    times = await wait_for(
-        scheduled_times, f"{count} Scheduled events for pods {prefix}*", timeout=30, interval=0.2
-    )
-    return max(times.values()) - min(times.values())
+    return await wait_for(every_one, f"{count} Scheduled events for pods {prefix}*", timeout=30, interval=0.2)
 
 
 def _parse(raw: str | None) -> float:
@@ -248,16 +263,22 @@ async def test_placed_pods_wait_at_permit_until_the_last_member_is_placed(
     )
     try:
         await create_pods(api, namespace, pods)
-        early = await stays_unbound(api, namespace, "late-", 4)
+        # The 8th is refused (queue order puts it last: the 7 are at Permit by then); the 7 wait.
+        early = await refused(api, namespace, ["late-7"])
+        early += bound(await pods_of(api, namespace), "late-")
         assert early == [], f"bound before the 8th was placed: {early}"
-        started = time.monotonic()
+        started, labelled_at = time.monotonic(), time.time()
         await api.patch("/api/v1/nodes/kwok-node-0", {"metadata": {"labels": {WAIT_LABEL: namespace}}})
         await wait_bound(api, namespace, "late-", 8, timeout=30)
         elapsed = time.monotonic() - started
     finally:
         await api.patch("/api/v1/nodes/kwok-node-0", {"metadata": {"labels": {WAIT_LABEL: None}}})
         lenient.stop()
-    spread = await bind_spread(api, namespace, "late-", 8)
+    times = await scheduled_times(api, namespace, "late-", 8)
+    # None was bound before the 8th could be placed (the schedulers run on this machine's clock).
+    early = sorted(name for name, at in times.items() if at < labelled_at)
+    assert early == [], f"bound before the 8th could be placed: {early}"
+    spread = max(times.values()) - min(times.values())
     report(
         "a-permit",
         kind,
@@ -277,7 +298,7 @@ async def test_a_gang_that_cannot_fit_binds_nothing_and_holds_nothing(
     scheduler = f"gang-{kind}"
     await create_group(api, namespace, podgroup("big", 8))
     await create_pods(api, namespace, [member(f"big-{i}", "big", scheduler, "9") for i in range(8)])
-    early = await stays_unbound(api, namespace, "big-", TIMEOUT + 3)
+    early = await refused(api, namespace, [f"big-{i}" for i in range(8)])
     assert early == [], f"pods of a gang that cannot fit were bound: {early}"
     await create_pods(api, namespace, [member(f"other-{i}", None, scheduler, "9") for i in range(5)])
     elapsed = await wait_bound(api, namespace, "other-", 5, timeout=60)
@@ -312,8 +333,9 @@ async def test_two_competing_gangs_do_not_deadlock(api: ApiClient, namespace: st
     winner = await wait_for(one_gang_bound, "one gang fully bound", timeout=60, interval=0.2)
     first_elapsed = time.monotonic() - started
     loser = "second" if winner == "first" else "first"
-    # Past the loser's timeout: it has bound nothing (and holds nothing: the winner is whole).
-    early = await stays_unbound(api, namespace, f"{loser}-", TIMEOUT + 3)
+    # Every pod of the loser tried and refused: it has bound nothing (and holds nothing: the
+    # winner is whole).
+    early = await refused(api, namespace, [f"{loser}-{i}" for i in range(8)])
     assert early == [], f"pods of the losing gang were bound: {early}"
     await delete_pods(api, namespace, f"{winner}-")
     second_elapsed = await wait_bound(api, namespace, f"{loser}-", 8, timeout=90)
@@ -349,7 +371,8 @@ async def test_podgroup_status_follows_its_pods_as_upstreams_controller(
         "phase": "Pending"
     }
     await create_pods(api, namespace, [member(f"job-{i}", "job", "gang-ours", "1") for i in range(2)])
-    await asyncio.sleep(2)
+    # Coscheduling refuses both (too few for minMember): ours has seen them; the group stays Pending.
+    assert await refused(api, namespace, ["job-0", "job-1"]) == []
     assert (await podgroup_status(api, namespace, "job", lambda s: True)) == {"phase": "Pending"}
     await create_pods(api, namespace, [member("job-2", "job", "gang-ours", "1")])
     running = await podgroup_status(api, namespace, "job", lambda s: s.get("phase") == "Running")

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime
+import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -189,17 +191,28 @@ async def case(api: ApiClient, namespace: str, cpu: str) -> AsyncIterator[tuple[
 
 async def run_running(api: ApiClient, world: World, pods: list[JSON]) -> None:
     """Create bound pods one by one, each Running (with a later start time) before the next."""
-    for index, manifest in enumerate(pods):
-        if index:
-            await asyncio.sleep(1.1)  # startTime has a resolution of one second
+    previous_start = 0.0
+    for manifest in pods:
+        # startTime has a resolution of one second: the next pod starts in a later second.
+        await wait_for(
+            lambda after=previous_start + 1: _clock_passed(after), "the next second", timeout=5, interval=0.05
+        )
         await api.create(world.pods_path(), manifest)
         path = world.pods_path(manifest["metadata"]["name"])
 
-        async def started(path: str = path) -> bool:
+        async def started(path: str = path) -> str | None:
             status = (await api.get(path)).get("status", {})
-            return status.get("phase") == "Running" and bool(status.get("startTime"))
+            return status.get("startTime") if status.get("phase") == "Running" else None
 
-        await wait_for(started, f"{path} to run", timeout=30)
+        previous_start = _parse_time(await wait_for(started, f"{path} to run", timeout=30))
+
+
+async def _clock_passed(moment: float) -> bool:
+    return time.time() >= moment
+
+
+def _parse_time(stamp: str) -> float:
+    return datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
 
 
 @asynccontextmanager
@@ -222,11 +235,23 @@ async def watching(api: ApiClient, world: World) -> AsyncIterator[None]:
     task = asyncio.create_task(follow())
     try:
         yield
+        await caught_up(api, world)
     finally:
-        await asyncio.sleep(0.5)  # let the last events in
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
+
+
+async def caught_up(api: ApiClient, world: World) -> None:
+    """Until the watch has delivered every change made so far: it delivers them in order, so
+    once it shows a marker pod created now, it has shown everything before it."""
+    marker = f"watch-marker-{uuid.uuid4().hex[:6]}"
+    await api.create(world.pods_path(), pod(marker, cpu="1m", world=world, schedulerName="nobody"))
+
+    async def seen() -> bool:
+        return any(kind == "ADDED" and obj["metadata"]["name"] == marker for kind, obj in world.seen)
+
+    await wait_for(seen, f"the watch of {world.namespace} to deliver {marker}", timeout=30, interval=0.05)
 
 
 async def node_of(api: ApiClient, world: World, name: str, timeout: float = 60) -> str:
@@ -255,26 +280,64 @@ async def failed_scheduling(api: ApiClient, world: World, name: str, ending: str
     return await wait_for(message, f"a FailedScheduling event for {world.namespace}/{name}", timeout=30)
 
 
+async def scheduler_has_seen(api: ApiClient, world: World) -> None:
+    """Until the world's scheduler has seen every change made so far: it reports a pod created
+    now that fits nowhere, and its one pods watch delivers the changes in the order made."""
+    probe = f"seen-{uuid.uuid4().hex[:6]}"
+    await api.create(world.pods_path(), pod(probe, cpu="1000", world=world))
+
+    async def unschedulable() -> bool:
+        conditions = (await api.get(world.pods_path(probe))).get("status", {}).get("conditions") or ()
+        return any(c["type"] == "PodScheduled" and c["status"] == "False" for c in conditions)
+
+    await wait_for(unschedulable, f"{world.scheduler} to report {probe} unschedulable", timeout=60)
+    await api.delete(world.pods_path(probe), {"gracePeriodSeconds": 0})
+
+    async def gone() -> bool:
+        try:
+            await api.get(world.pods_path(probe))
+        except ApiError as error:
+            if error.not_found:
+                return True
+            raise
+        return False
+
+    await wait_for(gone, f"{probe} deleted", timeout=30)
+
+
 def node_count(message: str) -> int:
     """N of "0/N nodes are available" (the base nodes, both worlds', and any other test's)."""
     return int(message.split("/", 1)[1].split(" ", 1)[0])
 
 
-async def first_failure(api: ApiClient, world: World, name: str) -> str | None:
-    """The first FailedScheduling message of the pod."""
-    events = (await api.list_all(f"/apis/events.k8s.io/v1/namespaces/{world.namespace}/events"))["items"]
-    notes = [
-        event["note"]
-        for event in sorted(events, key=lambda event: event.get("eventTime") or "")
-        if event["reason"] == "FailedScheduling" and event["regarding"]["name"] == name
-    ]
-    return notes[0] if notes else None
+async def first_failure(api: ApiClient, world: World, name: str) -> str:
+    """The first FailedScheduling message of the pod (a scheduler writes it after the cycle: wait for it)."""
+
+    async def first() -> str | None:
+        events = (await api.list_all(f"/apis/events.k8s.io/v1/namespaces/{world.namespace}/events"))["items"]
+        notes = [
+            event["note"]
+            for event in sorted(events, key=lambda event: event.get("eventTime") or "")
+            if event["reason"] == "FailedScheduling" and event["regarding"]["name"] == name
+        ]
+        return notes[0] if notes else None
+
+    return await wait_for(first, f"a FailedScheduling event for {world.namespace}/{name}", timeout=30)
 
 
 async def preempted_events(api: ApiClient, world: World) -> dict[str, str]:
-    """Victim -> the note of its Preempted event."""
-    events = (await api.list_all(f"/apis/events.k8s.io/v1/namespaces/{world.namespace}/events"))["items"]
-    return {event["regarding"]["name"]: event["note"] for event in events if event["reason"] == "Preempted"}
+    """Victim -> the note of its Preempted event, for every pod the watch saw deleted (a
+    scheduler writes the Event after the eviction: wait until each is there)."""
+    victims = world.deleted()
+
+    async def all_there() -> dict[str, str] | None:
+        events = (await api.list_all(f"/apis/events.k8s.io/v1/namespaces/{world.namespace}/events"))["items"]
+        notes = {
+            event["regarding"]["name"]: event["note"] for event in events if event["reason"] == "Preempted"
+        }
+        return notes if victims <= set(notes) else None
+
+    return await wait_for(all_there, f"a Preempted event for each of {sorted(victims)}", timeout=30)
 
 
 async def both(
@@ -426,8 +489,8 @@ async def test_a_pod_with_preemption_policy_never_preempts_nothing(
                 await api.create(
                     world.pods_path(), pod("polite", cpu="500m", world=world, priority_class=polite)
                 )
+                # The scheduler's decision: PostFilter found the pod not eligible to preempt.
                 message = await failed_scheduling(api, world, "polite", ending)
-                await asyncio.sleep(5)  # time enough to have preempted, had it wanted to
             current = await api.get(world.pods_path("polite"))
             return {
                 "message": message,
@@ -479,18 +542,16 @@ async def test_a_nominated_pods_room_is_kept_from_lower_priority_pods(
                 {"status": {"nominatedNodeName": n0}},
                 patch_type="strategic",
             )
-            await asyncio.sleep(1)  # the schedulers' watches see the nomination
+            await scheduler_has_seen(api, world)  # the nomination, before the latecomer comes
             async with watching(api, world):
                 await api.create(
                     world.pods_path(), pod("latecomer", cpu="1000m", world=world, priority_class=half)
                 )
                 message = await failed_scheduling(api, world, "latecomer")
-                await asyncio.sleep(3)
                 latecomer_node = (await api.get(world.pods_path("latecomer")))["spec"].get("nodeName")
                 # Released, the nominated pod takes the room kept for it.
                 await api.patch(world.pods_path("reserved"), {"spec": {"schedulingGates": None}})
                 reserved_node = await node_of(api, world, "reserved")
-                await asyncio.sleep(2)
                 after = (await api.get(world.pods_path("latecomer")))["spec"].get("nodeName")
             return {
                 "message": message,

@@ -7,7 +7,6 @@ with volumes against the CSINodes and CSIStorageCapacities it publishes. Nothing
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -152,8 +151,8 @@ async def test_local_claim_waits_for_a_node_then_binds_there_and_its_volume_goes
     async def waiting_event() -> bool:
         return any(e["reason"] == "WaitForFirstConsumer" for e in await events_for(api, namespace, "data"))
 
+    # The event is the controller's decision for this claim: it waits for a node, provisions nothing.
     await wait_for(waiting_event, "the PV controller's WaitForFirstConsumer event", timeout=30)
-    await asyncio.sleep(2)
     claim = await api.get(f"{claims}/data")
     assert claim["status"]["phase"] == "Pending"
     assert provisioner.ANN_STORAGE_PROVISIONER not in (claim["metadata"].get("annotations") or {})
