@@ -8,6 +8,8 @@ reading a traceback.
 from __future__ import annotations
 
 import dataclasses
+import difflib
+import json
 import math
 import re
 from collections.abc import Sequence
@@ -18,11 +20,27 @@ import orjson
 import yaml
 from pydantic import ValidationError
 
-from secondary_scheduler.apivalidation import Problem, check_node, check_object, check_pod
+from secondary_scheduler.apischema import check_kind, unknown_fields
+from secondary_scheduler.apivalidation import (
+    Problem,
+    check_node,
+    check_object,
+    check_pod,
+    qualified_name_problem,
+)
 from secondary_scheduler.cli.errors import InputError as CliInputError
 from secondary_scheduler.cli.errors import read_input, where
+from secondary_scheduler.config.suggest import allowed_fields, suggest_field
 from secondary_scheduler.kube.client import JSON
-from secondary_scheduler.plugins.trimaran.watchermetrics import WatcherMetrics
+from secondary_scheduler.kube.quantity import parse_quantity
+from secondary_scheduler.plugins.trimaran.watchermetrics import (
+    AVERAGE,
+    CPU,
+    LATEST,
+    MEMORY,
+    STD,
+    WatcherMetrics,
+)
 from secondary_scheduler.safeyaml import (
     MAX_MANIFEST_BYTES,
     MAX_SNAPSHOT_BYTES,
@@ -34,6 +52,12 @@ from secondary_scheduler.safeyaml import (
 )
 
 SNAPSHOT_KEYS = ("nodes", "pods", "objects", "metrics", "recentlyScheduled", "now")
+RECENT_KEYS = ("pod", "timestamp")
+METRIC_TYPES = (CPU, MEMORY, "Bandwidth", "Storage", "Energy", "Unknown")
+"""load-watcher's metric types (pkg/watcher/watcher.go): Trimaran reads CPU and Memory."""
+METRIC_OPERATORS = (AVERAGE, STD, LATEST, "Unknown", "")
+STANDARD_CONTAINER_RESOURCES = ("cpu", "memory", "ephemeral-storage")
+HUGE_PAGES_PREFIX = "hugepages-"
 MAX_PROBLEMS_SHOWN = 20
 MAX_METRIC_VALUE = 1000.0
 """Metric values are percentages of a node's capacity; anything past 10x capacity is not a measurement."""
@@ -155,8 +179,83 @@ def load_pod(path: str) -> JSON:
     document = read_document(path, what="pod")
     if not isinstance(document, dict):
         raise InputError(path, "", "expected a v1 Pod (a mapping with metadata and spec)")
-    _raise_problems(path, check_pod(document))
+    _raise_problems(path, _strict(document, "", "Pod") or check_pod(document))
+    _raise_problems(path, container_resource_problems(document, ""))
     return document
+
+
+def _strict(obj: JSON, at: str, kind: str) -> list[Problem]:
+    """What the API server's strict decoding refuses in `obj`, a v1 `kind` (read as one when it
+    names no kind, as items cut from a list often do): the wrong kind or version, unknown fields."""
+    if obj.get("kind") is not None or obj.get("apiVersion") is not None:
+        wrong = check_kind(obj, at, (kind,))
+        if wrong:
+            return wrong
+    return unknown_fields(obj, at, ("v1", kind))
+
+
+def container_resource_problems(pod: JSON, at: str) -> list[Problem]:
+    """The API server's rules for container resource names and extended resources
+    (pkg/apis/core/validation: validateContainerResourceName, validateResourceRequirements)."""
+    problems: list[Problem] = []
+    prefix = f"{at}." if at else ""
+    spec = pod.get("spec") or {}
+    for field in ("initContainers", "containers"):
+        for index, container in enumerate(spec.get(field) or []):
+            resources = (container or {}).get("resources") or {}
+            where_ = f"{prefix}spec.{field}[{index}].resources"
+            requests, limits = resources.get("requests") or {}, resources.get("limits") or {}
+            for part, listed in (("limits", limits), ("requests", requests)):
+                for name in listed:
+                    problem = _container_resource_name_problem(str(name))
+                    if problem:
+                        problems.append(
+                            (
+                                f"{where_}.{part}.{name}",
+                                f"Invalid value: {json.dumps(str(name))}: {problem}",
+                                "use cpu, memory, ephemeral-storage, hugepages-<size>, or a "
+                                f"domain-qualified extended resource such as example.com/{name}",
+                            )
+                        )
+            for name, quantity in requests.items():
+                if _overcommit_allowed(str(name)) or _container_resource_name_problem(str(name)):
+                    continue
+                limit = limits.get(name)
+                if limit is None:
+                    problems.append(
+                        (
+                            f"{where_}.limits",
+                            f"Required value: Limit must be set for non overcommitable resources ({name})",
+                            f"add limits.{name}: {quantity}, equal to the request",
+                        )
+                    )
+                elif parse_quantity(str(limit)) != parse_quantity(str(quantity)):
+                    problems.append(
+                        (
+                            f"{where_}.requests",
+                            f"Invalid value: {json.dumps(str(quantity))}: "
+                            f"must be equal to {name} limit of {limit}",
+                            "an extended resource cannot be overcommitted: give the same request and limit",
+                        )
+                    )
+    return problems
+
+
+def _container_resource_name_problem(name: str) -> str | None:
+    if "/" not in name:
+        if name in STANDARD_CONTAINER_RESOURCES or name.startswith(HUGE_PAGES_PREFIX):
+            return None
+        return "must be a standard resource for containers"
+    if "kubernetes.io/" in name:  # native: the API server's own names
+        return None
+    if name.startswith("requests.") or qualified_name_problem(f"requests.{name}"):
+        return "doesn't follow extended resource name standard"
+    return None
+
+
+def _overcommit_allowed(name: str) -> bool:
+    """Native resources but hugepages may be requested below their limit; extended ones may not."""
+    return ("/" not in name or "kubernetes.io/" in name) and not name.startswith(HUGE_PAGES_PREFIX)
 
 
 def load_snapshot(path: str) -> ClusterSnapshot:
@@ -164,21 +263,21 @@ def load_snapshot(path: str) -> ClusterSnapshot:
     document = read_document(path, MAX_SNAPSHOT_BYTES, "snapshot")
     if not isinstance(document, dict):
         raise InputError(path, "", f"expected a mapping with the keys {', '.join(SNAPSHOT_KEYS)}")
-    unknown = sorted(str(key) for key in set(document) - set(SNAPSHOT_KEYS))
-    if unknown:
-        raise InputError(path, unknown[0], f"unknown field: a snapshot has only {', '.join(SNAPSHOT_KEYS)}")
+    _raise_problems(path, _unknown_keys(document, (), SNAPSHOT_KEYS))
     problems: list[Problem] = []
     nodes = _nodes(document.get("nodes"), path, problems)
     node_names = {node["metadata"]["name"] for node in nodes if _has_name(node)}
     pods = _items(document.get("pods") or [], path, "pods", "v1 Pods bound to the snapshot's nodes")
     for index, pod in enumerate(pods):
-        problems += check_pod(pod, f"pods[{index}]")
+        found = _strict(pod, f"pods[{index}]", "Pod") or check_pod(pod, f"pods[{index}]")
+        problems += found or container_resource_problems(pod, f"pods[{index}]")
         _check_bound(pod, f"pods[{index}]", node_names, problems)
     objects = _items(
         document.get("objects") or [], path, "objects", "Kubernetes objects (apiVersion, kind, metadata)"
     )
     for index, obj in enumerate(objects):
-        problems += check_object(obj, f"objects[{index}]")
+        problems += check_object(obj, f"objects[{index}]") or check_kind(obj, f"objects[{index}]")
+        problems += unknown_fields(obj, f"objects[{index}]")
     _raise_problems(path, problems)
     metrics = _metrics(document.get("metrics"), path)
     now = _number(document.get("now"), path, "now") if document.get("now") is not None else None
@@ -210,7 +309,7 @@ def _nodes(value: Any, path: str, problems: list[Problem]) -> list[JSON]:
     nodes = _items(value, path, "nodes", "v1 Nodes")
     seen: set[str] = set()
     for index, node in enumerate(nodes):
-        found = check_node(node, f"nodes[{index}]")
+        found = _strict(node, f"nodes[{index}]", "Node") or check_node(node, f"nodes[{index}]")
         problems += found
         if found or not _has_name(node):
             continue
@@ -252,6 +351,7 @@ def _metrics(value: Any, path: str) -> WatcherMetrics | None:
         return None
     if not isinstance(value, dict):
         raise InputError(path, "metrics", f"expected {_METRICS_SHAPE}")
+    _raise_problems(path, _metrics_fields(value, ("metrics",)))
     try:
         metrics = WatcherMetrics.parse(value)
     except ValidationError as error:
@@ -277,6 +377,58 @@ def _metrics(value: Any, path: str) -> WatcherMetrics | None:
     return metrics
 
 
+def _metrics_fields(value: Any, at: tuple[str | int, ...]) -> list[Problem]:
+    """Unknown keys of a WatcherMetrics document, and metric types and operators load-watcher
+    does not write (`Cpu`, `MEAN`): Trimaran would skip such a metric and score on nothing."""
+    problems: list[Problem] = []
+    if isinstance(value, dict):
+        allowed = allowed_fields(WatcherMetrics, at[1:])
+        if allowed:
+            problems += _unknown_keys(value, at, allowed)
+        for key, item in value.items():
+            if key in allowed or (not allowed and at[-1] == "NodeMetricsMap"):
+                problems += _metrics_fields(item, (*at, str(key)))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            problems += _metrics_fields(item, (*at, index))
+        return problems
+    if len(at) >= 3 and isinstance(at[-1], int) and at[-2] == "metrics" and isinstance(value, dict):
+        for key, known in (("type", METRIC_TYPES), ("operator", METRIC_OPERATORS)):
+            given = value.get(key)
+            if given is not None and given not in known:
+                close = [name for name in known if name and name.lower() == str(given).lower()]
+                close = close or difflib.get_close_matches(str(given), [name for name in known if name], n=1)
+                fix = f"did you mean `{close[0]}`? Values are case-sensitive" if close else ""
+                problems.append(
+                    (
+                        _render((*at, key)),
+                        f"{given!r} is not a load-watcher metric {key}",
+                        fix or f"use one of {', '.join(repr(name) for name in known)}",
+                    )
+                )
+    return problems
+
+
+def _unknown_keys(value: dict[str, Any], at: tuple[str | int, ...], allowed: Sequence[str]) -> list[Problem]:
+    """Keys not among `allowed`, each with the config loader's suggestion."""
+    return [
+        (
+            _render((*at, str(key))),
+            "unknown field",
+            suggest_field(str(key), at, list(allowed), None).text,
+        )
+        for key in value
+        if key not in allowed
+    ]
+
+
+def _render(path: tuple[str | int, ...]) -> str:
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else part)
+    return text
+
+
 def _number(value: Any, path: str, field: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise InputError(path, field, f"expected Unix seconds (a number), got {value!r}")
@@ -291,6 +443,7 @@ def _recent(value: Any, path: str, pods: Sequence[JSON], node_names: set[str]) -
     recent = []
     for index, item in enumerate(_items(value, path, "recentlyScheduled", "{pod, timestamp} entries")):
         field = f"recentlyScheduled[{index}]"
+        _raise_problems(path, _unknown_keys(item, ("recentlyScheduled", index), RECENT_KEYS))
         reference = item.get("pod")
         if isinstance(reference, str):
             key = reference if "/" in reference else f"default/{reference}"

@@ -1,0 +1,138 @@
+"""Regenerate `fields.py` from kube-apiserver 1.34's published OpenAPI (and our CRDs).
+
+    python -m secondary_scheduler.apischema.generate
+
+Reads `$(go env GOMODCACHE)/k8s.io/kubernetes@v1.34.12/api/openapi-spec/v3` (there after
+`make binaries`) and the CRDs under `cluster/crds`, and keeps only what strict decoding needs:
+each type's field names and the type of each field (object, list of, map of, or a scalar).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+KUBERNETES = "k8s.io/kubernetes@v1.34.12"
+GROUP_VERSIONS = (
+    "api__v1",
+    "apis__apps__v1",
+    "apis__policy__v1",
+    "apis__scheduling.k8s.io__v1",
+    "apis__storage.k8s.io__v1",
+    "apis__resource.k8s.io__v1",
+)
+CRDS = Path(__file__).resolve().parent.parent / "cluster" / "crds"
+TARGET = Path(__file__).resolve().parent / "fields.py"
+_PREFIXES = ("io.k8s.api.", "io.k8s.apimachinery.pkg.apis.", "io.k8s.apimachinery.pkg.")
+
+
+def _short(ref: str) -> str:
+    name = ref.rsplit("/", 1)[-1]
+    for prefix in _PREFIXES:
+        if name.startswith(prefix):
+            return name[len(prefix) :]
+    return name
+
+
+class Collector:
+    def __init__(self) -> None:
+        self.schemas: dict[str, dict[str, Any]] = {}
+        self.types: dict[str, dict[str, str]] = {}
+        self.kinds: dict[str, str] = {}
+
+    def field_type(self, schema: dict[str, Any]) -> str:
+        """ "" (a scalar or free-form value: not looked into), "T", "[T" (list of T), "{T" (map of T)."""
+        ref = schema.get("$ref") or next(
+            (part["$ref"] for part in schema.get("allOf", []) if "$ref" in part), None
+        )
+        if ref:
+            return self.visit(_short(ref))
+        if schema.get("type") == "array":
+            inner = self.field_type(schema.get("items") or {})
+            return f"[{inner}" if inner else ""
+        if schema.get("type") == "object" and isinstance(schema.get("additionalProperties"), dict):
+            inner = self.field_type(schema["additionalProperties"])
+            return f"{{{inner}" if inner else ""
+        if schema.get("type") == "object" and "properties" in schema:
+            return self.inline(schema)
+        return ""
+
+    def inline(self, schema: dict[str, Any], name: str | None = None) -> str:
+        """A CRD's nested object schema, named by its position."""
+        if schema.get("x-kubernetes-preserve-unknown-fields"):
+            return ""
+        key = name or f"inline.{len(self.types)}"
+        self.types[key] = {}
+        self.types[key] = {field: self.field_type(body) for field, body in schema["properties"].items()}
+        return key
+
+    def visit(self, name: str) -> str:
+        if name in self.types:
+            return name
+        schema = self.schemas.get(name)
+        if schema is None or "properties" not in schema or schema.get("x-kubernetes-preserve-unknown-fields"):
+            return ""
+        self.types[name] = {}
+        self.types[name] = {field: self.field_type(body) for field, body in schema["properties"].items()}
+        return name
+
+
+def main() -> int:
+    cache = subprocess.run(
+        ["go", "env", "GOMODCACHE"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    directory = Path(cache) / KUBERNETES / "api" / "openapi-spec" / "v3"
+    collector = Collector()
+    kinds: list[tuple[str, str]] = []
+    for group_version in GROUP_VERSIONS:
+        schemas = json.loads((directory / f"{group_version}_openapi.json").read_text())["components"][
+            "schemas"
+        ]
+        for name, schema in schemas.items():
+            collector.schemas[_short(name)] = schema
+            for gvk in schema.get("x-kubernetes-group-version-kind", []):
+                version = f"{gvk['group']}/{gvk['version']}" if gvk["group"] else gvk["version"]
+                if not gvk["kind"].endswith(("List", "Options")) and gvk["kind"] not in (
+                    "Status",
+                    "WatchEvent",
+                ):
+                    kinds.append((f"{version}/{gvk['kind']}", _short(name)))
+    for version_kind, name in sorted(set(kinds)):
+        if collector.visit(name):
+            collector.kinds[version_kind] = name
+    for path in sorted(CRDS.glob("*.yaml")):
+        crd = yaml.safe_load(path.read_text())
+        group, kind = crd["spec"]["group"], crd["spec"]["names"]["kind"]
+        for version in crd["spec"]["versions"]:
+            schema = version["schema"]["openAPIV3Schema"]
+            properties = dict(schema.get("properties", {}))
+            properties["metadata"] = {"$ref": "meta.v1.ObjectMeta"}
+            name = f"{group}/{version['name']}.{kind}"
+            collector.inline({**schema, "properties": properties}, name)
+            collector.kinds[f"{group}/{version['name']}/{kind}"] = name
+    lines = [
+        "# ruff: noqa: E501",
+        '"""Generated by `python -m secondary_scheduler.apischema.generate` from kube-apiserver',
+        f"{KUBERNETES.split('@')[1]}'s OpenAPI and our CRDs: do not edit.",
+        "",
+        'Field types: "" a scalar or free-form value, "T" an object of type T, "[T" a list of T,',
+        '"{T" a map of string to T.',
+        '"""',
+        "",
+        f"KINDS: dict[str, str] = {json.dumps(collector.kinds, indent=1, sort_keys=True)}",
+        "",
+        f"TYPES: dict[str, dict[str, str]] = {json.dumps(collector.types, indent=1, sort_keys=True)}",
+        "",
+    ]
+    TARGET.write_text("\n".join(lines))
+    print(f"{TARGET}: {len(collector.kinds)} kinds, {len(collector.types)} types", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
