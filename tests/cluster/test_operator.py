@@ -150,6 +150,16 @@ def template_annotations(deployment: dict[str, Any]) -> dict[str, str]:
     return dict(deployment["spec"]["template"]["metadata"]["annotations"])
 
 
+async def posted(api: ApiClient, reasons: set[str], name: str = "cluster", timeout: float = 30) -> None:
+    """Until the object has Events with these reasons (the operator posts them while it
+    reconciles, and what the test waited for before may show a moment earlier)."""
+
+    async def all_there() -> bool:
+        return reasons <= await event_reasons(api, name)
+
+    await wait_for(all_there, f"Events {sorted(reasons)} on {name}", timeout)
+
+
 async def event_reasons(api: ApiClient, name: str = "cluster") -> set[str]:
     events = await api.list_all(
         f"/api/v1/namespaces/{NS}/events", {"fieldSelector": f"involvedObject.name={name}"}
@@ -296,7 +306,7 @@ async def test_example_config_placeholder_is_reported_and_nothing_deployed(
     assert (available["status"], available["reason"]) == ("False", "NotDeployed")
     assert await get(admin, DEPLOYMENT_PATH) is None
     assert await get(admin, f"/api/v1/namespaces/{NS}/serviceaccounts/secondary-scheduler") is not None
-    assert "ConfigInvalid" in await event_reasons(admin)
+    await posted(admin, {"ConfigInvalid"})
 
 
 async def test_seed_config_deploys_the_scheduler_as_upstream_does(
@@ -372,7 +382,7 @@ async def test_seed_config_deploys_the_scheduler_as_upstream_does(
     assert status["observedGeneration"] == cr["metadata"]["generation"]
     assert (await admin.get(CR_PATH))["status"]["readyReplicas"] == 1
     await wait_condition(admin, "Degraded", "False", "AsExpected")
-    assert {"DeploymentCreated", "ServingCertCreated"} <= await event_reasons(admin)
+    await posted(admin, {"DeploymentCreated", "ServingCertCreated"})
 
 
 async def test_the_deployments_scheduler_schedules_a_pod_with_only_the_operators_rbac(
@@ -494,7 +504,7 @@ async def test_config_change_rolls_the_pods_and_its_rbac_follows(
         f"/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{names.PLUGINS_CLUSTER_ROLE}"
     )
     assert binding["subjects"][0]["name"] == "secondary-scheduler"
-    assert "RollingOut" in await event_reasons(admin)
+    await posted(admin, {"RollingOut"})
 
 
 async def test_bad_config_degrades_and_leaves_the_running_deployment(
@@ -560,7 +570,7 @@ async def test_manual_edits_are_reverted(admin: ApiClient, operator: None) -> No
         "kube-system's RoleBinding back (periodic resync)",
         RESYNC * 4,
     )
-    assert "DriftReverted" in await event_reasons(admin)
+    await posted(admin, {"DriftReverted"})
 
 
 async def _exists(api: ApiClient, path: str) -> bool:

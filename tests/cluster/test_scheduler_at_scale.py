@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import os
 import random
-import time
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -18,9 +17,11 @@ import pytest
 
 from secondary_scheduler.cluster.localcluster import ClusterOptions, LocalCluster
 from secondary_scheduler.kube.client import ApiClient
+from secondary_scheduler.kube.wait import wait_for
 from tests.cluster.schedulerproc import (
     SECONDARY_CONFIG,
     create_pods,
+    metric_reaches,
     pod_manifest,
     running_scheduler,
     scheduled_events,
@@ -88,13 +89,18 @@ async def test_a_thousand_pods_on_a_hundred_nodes(
     with running_scheduler(big_cluster.kubeconfig, tmp_path) as scheduler:
         await create_pods(big_api, big_namespace, ours + theirs)
         pods = await wait_all_bound(big_api, big_namespace, len(ours) + len(theirs), timeout=300)
-        assert scheduler.metric("scheduler_schedule_attempts_total", 'result="scheduled"') == len(ours)
+        scheduled = await metric_reaches(
+            scheduler, "scheduler_schedule_attempts_total", 'result="scheduled"', len(ours)
+        )
+        assert scheduled == len(ours)
     nodes = (await big_api.list_all("/api/v1/nodes"))["items"]
     assert_fits(nodes, pods)
+    # Ours has exited (SIGTERM), having written every Event it queued; upstream's may still come.
     events = await scheduled_events(big_api, big_namespace)
     reporters = {event["regarding"]["name"]: event["reportingController"] for event in events}
     assert all(reporters.get(f"web-{i}") in (None, "default-scheduler") for i in range(50))
-    assert all(reporters.get(f"vm-{i}") in (None, "secondary-scheduler") for i in range(1000))
+    missing = [f"vm-{i}" for i in range(1000) if reporters.get(f"vm-{i}") != "secondary-scheduler"]
+    assert not missing, f"{len(missing)} of ours' pods without their Scheduled Event: {missing[:10]}"
 
 
 async def test_killing_the_leader_hands_over_without_double_binding(
@@ -107,14 +113,15 @@ async def test_killing_the_leader_hands_over_without_double_binding(
         running_scheduler(big_cluster.kubeconfig, tmp_path, config, name="replica-b") as second,
     ):
         lease_path = f"/apis/coordination.k8s.io/v1/namespaces/{big_namespace}/leases/secondary-scheduler"
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            await asyncio.sleep(0.5)
-            if (
-                first.metric("leader_election_master_status") + second.metric("leader_election_master_status")
-                == 1
-            ):
-                break
+
+        async def one_leader() -> bool:
+            leading = [
+                await asyncio.to_thread(run.metric, "leader_election_master_status")
+                for run in (first, second)
+            ]
+            return sum(leading) == 1
+
+        await wait_for(one_leader, "one of the two replicas to lead", timeout=30, interval=0.5)
         leader, standby = (
             (first, second) if first.metric("leader_election_master_status") == 1 else (second, first)
         )
@@ -125,7 +132,7 @@ async def test_killing_the_leader_hands_over_without_double_binding(
         await creating
         bound = await wait_all_bound(big_api, big_namespace, len(pods), timeout=180)
         assert standby.metric("leader_election_master_status") == 1
-        assert standby.metric("scheduler_schedule_attempts_total", 'result="scheduled"') > 0
+        await metric_reaches(standby, "scheduler_schedule_attempts_total", 'result="scheduled"', 1)
         assert (await big_api.get(lease_path))["spec"]["holderIdentity"] != holder_before
     assert len(bound) == len(pods)
     events = await scheduled_events(big_api, big_namespace)
