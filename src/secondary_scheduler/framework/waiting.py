@@ -11,8 +11,8 @@ UID or iterate them to allow or reject whole groups.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Protocol
 
 from secondary_scheduler.config.base import format_go_duration
 from secondary_scheduler.framework.status import SUCCESS, Status
@@ -21,15 +21,32 @@ if TYPE_CHECKING:
     from secondary_scheduler.framework.podinfo import PodInfo
 
 
+class Timer(Protocol):
+    def cancel(self) -> None: ...
+
+
+CallLater = Callable[..., Timer]
+"""``call_later(seconds, callback, *args)``: run ``callback(*args)`` that many seconds from now
+(``asyncio``'s ``loop.call_later``; the replay's runs on its simulated clock)."""
+
+
 class WaitingPod:
-    def __init__(self, pod: PodInfo, node_name: str, timeouts: Mapping[str, float]) -> None:
-        """``timeouts``: plugin -> seconds it may hold the pod. Needs a running event loop."""
+    def __init__(
+        self,
+        pod: PodInfo,
+        node_name: str,
+        timeouts: Mapping[str, float],
+        call_later: CallLater | None = None,
+    ) -> None:
+        """``timeouts``: plugin -> seconds it may hold the pod, timed by ``call_later`` (the running
+        event loop's by default). Needs a running event loop."""
         loop = asyncio.get_running_loop()
+        start_timer = call_later if call_later is not None else loop.call_later
         self.pod = pod
         self.node_name = node_name
         self._result: asyncio.Future[Status] = loop.create_future()
-        self._pending: dict[str, asyncio.TimerHandle] = {
-            plugin: loop.call_later(seconds, self._timed_out, plugin, seconds)
+        self._pending: dict[str, Timer] = {
+            plugin: start_timer(seconds, self._timed_out, plugin, seconds)
             for plugin, seconds in timeouts.items()
         }
 
@@ -74,9 +91,12 @@ class WaitingPods:
 
     def __init__(self) -> None:
         self._pods: dict[str, WaitingPod] = {}
+        self.call_later: CallLater | None = None
+        """What times the Permit timeouts (None: the running event loop); the replay sets its
+        simulated clock's before the first pod waits."""
 
     def add(self, pod: PodInfo, node_name: str, timeouts: Mapping[str, float]) -> WaitingPod:
-        waiting = WaitingPod(pod, node_name, timeouts)
+        waiting = WaitingPod(pod, node_name, timeouts, self.call_later)
         self._pods[pod.uid] = waiting
         return waiting
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any
@@ -40,14 +41,16 @@ class SimClock:
 
 class Kind(IntEnum):
     """What an event is; at equal times, lower kinds go first (a departure frees room before an
-    arrival at the same instant asks for it, and usage is sampled after both)."""
+    arrival at the same instant asks for it, usage is sampled after both, and the queue wakes
+    last, after a Permit timeout has sent its pods back)."""
 
     DEPARTURE = 0
     ARRIVAL = 1
     USAGE = 2
     SAMPLE = 3
     MEASURE = 4
-    QUEUE = 5
+    TIMER = 5
+    QUEUE = 6
 
 
 @dataclass(order=True, frozen=True)
@@ -79,3 +82,22 @@ class Agenda:
 
     def pop(self) -> Event:
         return heapq.heappop(self._heap)
+
+
+class Timer:
+    """A callback the agenda runs at its time (a ``TIMER`` event's payload), unless cancelled first."""
+
+    __slots__ = ("args", "callback", "cancelled")
+
+    def __init__(self, callback: Callable[..., object], args: tuple[Any, ...]) -> None:
+        self.callback = callback
+        self.args = args
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+    def fire(self) -> None:
+        if not self.cancelled:
+            self.cancelled = True
+            self.callback(*self.args)

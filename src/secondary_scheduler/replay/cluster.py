@@ -18,6 +18,7 @@ from secondary_scheduler.framework.aliases import BoolArray, FloatArray, IntArra
 from secondary_scheduler.framework.podinfo import PodInfo
 from secondary_scheduler.kube.client import JSON
 from secondary_scheduler.kube.quantity import QuantityError, format_bytes, int_value, milli_value
+from secondary_scheduler.replay.trace import UsageSample
 
 DEFAULT_NODE_SHAPE = "32,128Gi"
 MAX_PODS_PER_NODE = 110
@@ -218,19 +219,35 @@ class ClusterLoad:
     def set_use(self, keys: Sequence[str], cpu: Sequence[float], memory: Sequence[float]) -> None:
         """Usage samples: each pod uses this much from now on (pods not known now are ignored)."""
         lookup = self._slot.get
-        found = [(row, slot) for row, key in enumerate(keys) if (slot := lookup(key)) is not None]
-        if not found:
-            return
-        pairs = np.array(found, dtype=np.int64)
-        rows, slots = pairs[:, 0], pairs[:, 1]
-        new_cpu = np.asarray(cpu, dtype=np.float64)[rows]
-        new_memory = np.asarray(memory, dtype=np.float64)[rows]
+        slots = np.array([lookup(key, -1) for key in keys], dtype=np.int64)
+        self._set_use(slots, np.asarray(cpu, dtype=np.float64), np.asarray(memory, dtype=np.float64))
+
+    def apply(self, samples: Sequence[UsageSample]) -> None:
+        """``set_use`` of a trace's usage samples (an instant's, in stream order)."""
+        lookup = self._slot.get
+        slots = np.array([lookup(f"{s.namespace}/{s.name}", -1) for s in samples], dtype=np.int64)
+        cpu = np.array([s.cpu for s in samples], dtype=np.float64)
+        memory = np.array([s.memory for s in samples], dtype=np.float64)
+        self._set_use(slots, cpu, memory)
+
+    def _set_use(self, slots: IntArray, cpu: FloatArray, memory: FloatArray) -> None:
+        """The pods in ``slots`` (-1: not known, ignored) use this much from now on, on their nodes too."""
+        known = slots >= 0
+        if not known.all():
+            slots, cpu, memory = slots[known], cpu[known], memory[known]
+        if len(slots) > 1:
+            # A pod sampled twice in one batch: its last sample is the one that holds.
+            last = len(slots) - 1 - np.unique(slots[::-1], return_index=True)[1]
+            if len(last) < len(slots):
+                slots, cpu, memory = slots[last], cpu[last], memory[last]
         nodes = self._pod_node[slots]
         placed = nodes >= 0
-        np.add.at(self.cpu_used, nodes[placed], (new_cpu - self._pod_cpu[slots])[placed])
-        np.add.at(self.memory_used, nodes[placed], (new_memory - self._pod_memory[slots])[placed])
-        self._pod_cpu[slots] = new_cpu
-        self._pod_memory[slots] = new_memory
+        count = len(self.names)
+        on = nodes[placed]
+        self.cpu_used += np.bincount(on, (cpu - self._pod_cpu[slots])[placed], minlength=count)
+        self.memory_used += np.bincount(on, (memory - self._pod_memory[slots])[placed], minlength=count)
+        self._pod_cpu[slots] = cpu
+        self._pod_memory[slots] = memory
 
     def cpu_utilization(self) -> FloatArray:
         """Per node, CPU in use over capacity (1.0 = every core busy; may exceed 1 when overcommitted)."""

@@ -8,13 +8,20 @@ recently-scheduled cache (fed by ``metrics.SimulatedMetrics``). Only the API ser
 binding is applied to the simulated cluster at once, and a preemption's victims are deleted at once.
 
 The loop takes, in time order, the next trace record (an arrival or a usage sample) or the next
-event of its agenda (a departure, a usage scrape, a measurement, a queue wake-up for a backoff
-that ends), and after each instant pops and schedules every pod the queue hands out.
+event of its agenda (a departure, a usage scrape, a measurement, a Permit timeout, a queue wake-up
+for a backoff that ends), and after each instant pops and schedules every pod the queue hands out.
+
+Gangs: a record's ``group`` and ``minMember`` make a PodGroup, delivered to the PodGroup informer
+(Coscheduling's) before its first member arrives, as a live cluster's watch would deliver it; a
+gang's members wait at Permit while their binding cycles wait (as tasks), and their Permit
+timeout is a timer on the agenda: it fires in simulated time.
 """
 
 from __future__ import annotations
 
 import asyncio
+import datetime
+import gc
 import math
 import random
 import time
@@ -24,24 +31,33 @@ from typing import Any, cast
 
 from secondary_scheduler.config.model import Profile, SchedulerConfiguration
 from secondary_scheduler.framework import Framework, Handle, NodeTable, PodInfo
-from secondary_scheduler.framework.events import ClusterEvent
+from secondary_scheduler.framework.events import ActionType, ClusterEvent
+from secondary_scheduler.framework.informers import Informer
 from secondary_scheduler.framework.interface import Plugin
 from secondary_scheduler.kube.client import ApiClient, ApiError
 from secondary_scheduler.kube.store import Fanout
+from secondary_scheduler.plugins.coscheduling.podgroup import PODGROUPS
 from secondary_scheduler.replay.api import ReplayApi
-from secondary_scheduler.replay.clock import Agenda, Event, Kind, SimClock
+from secondary_scheduler.replay.clock import Agenda, Event, Kind, SimClock, Timer
 from secondary_scheduler.replay.cluster import ClusterLoad, StartingCluster, requests_of
 from secondary_scheduler.replay.metrics import MetricsSettings, SimulatedMetrics
 from secondary_scheduler.replay.report import Measures, ProfileResult
 from secondary_scheduler.replay.trace import PodArrival, TraceRecord, UsageSample
 from secondary_scheduler.scheduler.assumed import AssumedPods
 from secondary_scheduler.scheduler.eventhandlers import EventHandlers
+from secondary_scheduler.scheduler.garbage import FullPasses
 from secondary_scheduler.scheduler.metrics import SchedulerMetrics
 from secondary_scheduler.scheduler.queue import QueuedPod, SchedulingQueue
 from secondary_scheduler.scheduler.schedule_one import ScheduleOne
 
 MEASURE_INTERVAL_SECONDS = 60.0
 """How often the report's measures are taken (node-minutes are counted at this resolution)."""
+FULL_PASS_INTERVAL_SECONDS = 2.0
+"""Wall seconds between two of the cycle collector's full passes during a replay (see ``run``)."""
+MIN_QUEUE_WAKE_SECONDS = 0.01
+"""The queue is never woken sooner than this after now (as the scheduler's loop waits at least this)."""
+_ACTIONS = {"ADDED": ActionType.ADD, "MODIFIED": ActionType.UPDATE_OTHER, "DELETED": ActionType.DELETE}
+"""A watch event's kind as the action of a cluster event, as the scheduler maps its informers' changes."""
 
 
 class ReplayError(Exception):
@@ -105,15 +121,17 @@ class ProfileReplay:
         self.config_label = config_label
         self.clock = SimClock(epoch)
         self.load = ClusterLoad(cluster)
-        self.metrics = SimulatedMetrics(self.load, self.clock, options.metrics)
+        self.agenda = Agenda()
         self.api = ReplayApi(bind=self._binding_posted, delete=self._deletion_sent, get=self._pod_object)
         self.handle = Handle(
             client=cast(ApiClient, self.api),
             clock=self.clock.monotonic,
             wall_clock=self.clock.wall,
             activator=self._activate,
+            idle_notifier=lambda callback: self.queue.call_when_idle(callback),
         )
-        self.metrics.install(self.handle)
+        self.handle.waiting_pods.call_later = self._call_later
+        self.metrics = SimulatedMetrics(self.load, self.clock, options.metrics, self.handle)
         try:
             self.framework = Framework(
                 profile,
@@ -136,10 +154,21 @@ class ProfileReplay:
         self.assumed = AssumedPods(self.table, clock=self.clock.monotonic)
         frameworks = {profile.scheduler_name: self.framework}
         self.handlers = EventHandlers(
-            self.table, self.queue, frameworks, self.assumed, on_event=self._cluster_event
+            self.table,
+            self.queue,
+            frameworks,
+            self.assumed,
+            on_event=self._cluster_event,
+            on_deleted=self._reject_if_waiting,
         )
         self.pods = Fanout(self.handlers.pods, *self.handle.shared.pod_handlers)
         """The pod watch as the scheduler's reflector feeds it: the event handlers, then the plugins'."""
+        for informer in self.handle.informers.all():
+            informer.add_listener(self._requeue_on(informer))
+        self.podgroups = next(
+            (informer for informer in self.handle.informers.all() if informer.resource == PODGROUPS), None
+        )
+        """The PodGroup informer, when a plugin of the profile reads PodGroups (Coscheduling)."""
         self.cycle = ScheduleOne(
             frameworks,
             self.table,
@@ -154,7 +183,6 @@ class ProfileReplay:
         self.handlers.nodes.replace(cluster.nodes)
         self.pods.replace(cluster.pods)
         self.load.count_static_pods(cluster.pods)
-        self.agenda = Agenda()
         self.measures = Measures(self.load, options.target, options.measure_interval)
         self.placements: dict[str, str] = {}
         """Pod key -> the node it was bound to (its latest binding)."""
@@ -187,44 +215,16 @@ class ProfileReplay:
         then the queue's turn. ``progress(t)`` hears each instant.
         """
         started = time.perf_counter()
-        self.metrics.sample()
-        self.measures.tick(self.clock.now)
-        self.agenda.add(self.options.metrics.scrape_interval, Kind.SAMPLE)
-        self.agenda.add(self.options.measure_interval, Kind.MEASURE)
-        end = 0.0
-        stream = iter(records)
-        upcoming = next(stream, None)
-        while upcoming is not None:
-            now = upcoming.t
-            await self._agenda_until(now, Kind.ARRIVAL)
-            self._advance(now)
-            end = now
-            keys: list[str] = []
-            cpu: list[float] = []
-            memory: list[float] = []
-            while upcoming is not None and upcoming.t == now:
-                if type(upcoming) is UsageSample:
-                    keys.append(upcoming.key)
-                    cpu.append(upcoming.cpu)
-                    memory.append(upcoming.memory)
-                else:
-                    assert type(upcoming) is PodArrival
-                    if keys:  # the samples before it first: it may be sampled again after it arrives
-                        self.load.set_use(keys, cpu, memory)
-                        keys, cpu, memory = [], [], []
-                    self._arrive(upcoming)
-                upcoming = next(stream, None)
-            if keys:
-                self.load.set_use(keys, cpu, memory)
-            await self._agenda_until(now, Kind.QUEUE, inclusive=True)
-            await self._drain()
-            if progress is not None:
-                progress(now)
-        await self._agenda_until(end, Kind.QUEUE, inclusive=True)
-        self._advance(end)
-        self.measures.tick(end)
-        for task in self._holding:
-            task.cancel()
+        # As the scheduler does (scheduler.garbage): automatic full passes of the cycle collector
+        # would walk the whole state again and again (a third of a week's replay at 1,000 nodes);
+        # the replay makes them itself between instants, each walking only what is new.
+        passes = FullPasses(self.queue.call_when_idle)
+        passes.settle()
+        try:
+            end = await self._replay(records, progress, passes)
+        finally:
+            passes.restore()
+            gc.unfreeze()
         self.never_bound += len(self._pending)
         return self.measures.result(
             name=self.name,
@@ -237,6 +237,50 @@ class ProfileReplay:
             sources=self.metrics.sources,
             duration=end,
         )
+
+    async def _replay(
+        self, records: Iterable[TraceRecord], progress: Callable[[float], None] | None, passes: FullPasses
+    ) -> float:
+        """``run``'s loop; returns the last record's time."""
+        self.metrics.sample()
+        self.measures.tick(self.clock.now)
+        self.agenda.add(self.options.metrics.scrape_interval, Kind.SAMPLE)
+        self.agenda.add(self.options.measure_interval, Kind.MEASURE)
+        last_pass = time.perf_counter()
+        end = 0.0
+        stream = iter(records)
+        upcoming = next(stream, None)
+        while upcoming is not None:
+            now = upcoming.t
+            await self._agenda_until(now, Kind.ARRIVAL)
+            self._advance(now)
+            end = now
+            samples: list[UsageSample] = []
+            while upcoming is not None and upcoming.t == now:
+                if type(upcoming) is UsageSample:
+                    samples.append(upcoming)
+                else:
+                    assert type(upcoming) is PodArrival
+                    if samples:  # the samples before it first: it may be sampled again after it arrives
+                        self.load.apply(samples)
+                        samples = []
+                    self._arrive(upcoming)
+                upcoming = next(stream, None)
+            if samples:
+                self.load.apply(samples)
+            await self._agenda_until(now, Kind.QUEUE, inclusive=True)
+            await self._drain()
+            if progress is not None:
+                progress(now)
+            if time.perf_counter() - last_pass >= FULL_PASS_INTERVAL_SECONDS:
+                passes.full_pass()
+                last_pass = time.perf_counter()
+        await self._agenda_until(end, Kind.QUEUE, inclusive=True)
+        self._advance(end)
+        self.measures.tick(end)
+        for task in self._holding:
+            task.cancel()
+        return end
 
     # -- the loop ---------------------------------------------------------------------------------
     async def _agenda_until(self, moment: float, kind: Kind, *, inclusive: bool = False) -> None:
@@ -267,12 +311,16 @@ class ProfileReplay:
         elif event.kind == Kind.MEASURE:
             self.measures.tick(event.time)
             self.agenda.add(event.time + self.options.measure_interval, Kind.MEASURE)
+        elif event.kind == Kind.TIMER:
+            event.payload.fire()
         elif event.kind == Kind.QUEUE:
             self._wake_at = math.inf
 
     def _arrive(self, arrival: PodArrival) -> None:
         if arrival.end is not None and arrival.end <= arrival.t:
             return  # gone as soon as created: the scheduler never sees it
+        if arrival.group is not None:
+            self._pod_group_of(arrival)
         manifest = arrival.manifest(self.name)
         key = arrival.key
         cpu, memory = requests_of(arrival.requests)
@@ -281,6 +329,46 @@ class ProfileReplay:
         if arrival.end is not None:
             self.agenda.add(arrival.end, Kind.DEPARTURE, key)
         self.pods.event("ADDED", manifest)
+
+    def _pod_group_of(self, arrival: PodArrival) -> None:
+        """The PodGroup a gang member names: made from the record's ``minMember`` when its first
+        member arrives (created then, as a deploy creates it with its pods), or the starting
+        cluster's; a member that contradicts it stops the replay."""
+        informer = self.podgroups
+        group = arrival.group
+        if informer is None or group is None:
+            return  # no plugin of the profile reads PodGroups: the label is only a label
+        existing = informer.get(group, arrival.namespace)
+        if existing is not None:
+            min_member = (existing.get("spec") or {}).get("minMember")
+            if arrival.min_member is not None and arrival.min_member != min_member:
+                raise ReplayError(
+                    f"pod {arrival.key}: minMember={arrival.min_member} but its PodGroup "
+                    f"{arrival.namespace}/{group} has minMember {min_member}: give every member of a "
+                    "group the same minMember"
+                )
+            return
+        if arrival.min_member is None:
+            raise ReplayError(
+                f"pod {arrival.key}: group={group!r} names a PodGroup that neither the starting cluster "
+                "nor an earlier record made: set minMember on the group's records"
+            )
+        created = datetime.datetime.fromtimestamp(self.clock.wall(), datetime.UTC)
+        informer.event(
+            "ADDED",
+            {
+                "apiVersion": PODGROUPS.api_version,
+                "kind": PODGROUPS.kind,
+                "metadata": {
+                    "name": group,
+                    "namespace": arrival.namespace,
+                    "uid": f"podgroup-{arrival.namespace}-{group}",
+                    "resourceVersion": "1",
+                    "creationTimestamp": created.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                },
+                "spec": {"minMember": arrival.min_member},
+            },
+        )
 
     def _depart(self, key: str) -> None:
         """The trace deletes the pod: pending or running, it is gone (a victim is gone already)."""
@@ -296,62 +384,64 @@ class ProfileReplay:
             self.pods.event("DELETED", bound)
 
     async def _drain(self) -> None:
-        """Schedule every pod the queue hands out now; then set a wake-up for the next backoff's end."""
-        while (item := self._pop()) is not None:
+        """Schedule every pod the queue hands out now; then set a wake-up for the next one due."""
+        while True:
+            await self._settle()
+            item = self.queue.pop_nowait()
+            if item is None:
+                if self._unsettled():
+                    continue  # the queue's idle callbacks released held pods: they may requeue
+                break
             await self.metrics.catch_up()
             self.decisions += 1
             binding = self.cycle.scheduling_cycle(item)
-            if binding is not None:
-                if binding.waiting is None:
-                    await self.cycle.binding_cycle(binding)
-                else:
-                    task = asyncio.get_running_loop().create_task(self.cycle.binding_cycle(binding))
-                    self._holding[task] = item.pod
-                    task.add_done_callback(self._holding.pop)
-            await self._settle()
+            if binding is None:
+                continue
+            if binding.waiting is None:
+                await self.cycle.binding_cycle(binding)
+            else:
+                task = asyncio.get_running_loop().create_task(self.cycle.binding_cycle(binding))
+                self._holding[task] = item.pod
+                task.add_done_callback(self._holding.pop)
         self._schedule_wake()
 
     async def _settle(self) -> None:
         """Let the work a cycle started run to its end (preemption's evictions, a gang's bindings
-        its last member allowed), then deliver the watch events their API calls caused."""
-        while True:
+        its last member allowed or a rejection ended), then deliver the watch events their API
+        calls caused."""
+        while self._unsettled():
             while self.handle.shared.tasks or any(self._released(task) for task in self._holding):
                 await asyncio.sleep(0)
-            if not self._watch:
-                return
             events, self._watch = self._watch, []
             for kind, obj in events:
                 self.pods.event(kind, obj)
+
+    def _unsettled(self) -> bool:
+        return bool(
+            self._watch or self.handle.shared.tasks or any(self._released(task) for task in self._holding)
+        )
 
     def _released(self, task: asyncio.Task[None]) -> bool:
         """Whether a held pod's binding cycle can go on (every plugin allowed it, or one rejected it)."""
         waiting = self.handle.waiting_pods.get(self._holding[task].uid)
         return not task.done() and (waiting is None or not waiting.pending_plugins)
 
-    def _pop(self) -> QueuedPod[PodInfo] | None:
-        """The queue's next pod now, without waiting: its active head, or (none active) the head of its
-        rejected pods' backoff, as ``SchedulingQueue.pop`` hands them out."""
-        queue = self.queue
-        queue.flush()
-        if not queue.counts()["active"] and not len(queue._backoff):
-            return None
-        item = queue._active.pop() or queue._backoff.pop()
-        if item is None:
-            return None
-        queue.scheduling_cycle += 1
-        item.cycle = queue.scheduling_cycle
-        item.attempts += 1
-        queue._in_flight[item.pod.key] = item
-        return item
-
     def _schedule_wake(self) -> None:
-        counts = self.queue.counts()
-        if not counts["backoff"] and not counts["unschedulable"]:
+        """Wake the queue when its next waiting pod is due (a backoff ends, an unschedulable pod's
+        periodic retry), as the scheduler's loop would wake from its wait."""
+        due = self.queue.next_wake_time()
+        if due is None:
             return
-        wake = self.clock.now + self.queue._next_wake()
+        wake = max(due, self.clock.now + MIN_QUEUE_WAKE_SECONDS)
         if wake < self._wake_at:
             self._wake_at = wake
             self.agenda.add(wake, Kind.QUEUE)
+
+    def _call_later(self, seconds: float, callback: Callable[..., object], *args: Any) -> Timer:
+        """The Permit timeouts' timer (``WaitingPods.call_later``): an agenda event in simulated time."""
+        timer = Timer(callback, args)
+        self.agenda.add(self.clock.now + seconds, Kind.TIMER, timer)
+        return timer
 
     # -- what the API server would do -------------------------------------------------------------
     def _binding_posted(self, key: str, node: str) -> None:
@@ -394,6 +484,21 @@ class ProfileReplay:
             return self.framework.worth_requeuing(item.pod, item.rejectors, event, old, new)
 
         self.queue.move_all_to_active_or_backoff(event.label, worth)
+
+    def _requeue_on(self, informer: Informer) -> Callable[[str, Any, Any], None]:
+        """Changes to objects plugins read (a PodGroup's creation) are cluster events too."""
+        kind = informer.resource.kind
+
+        def requeue(action: str, old: Any, new: Any) -> None:
+            self._cluster_event(ClusterEvent(kind, _ACTIONS[action]), old, new)
+
+        return requeue
+
+    def _reject_if_waiting(self, uid: str) -> None:
+        """A deleted pod that a Permit plugin holds stops waiting (kube-scheduler rejects it as "removed")."""
+        waiting = self.handle.waiting_pods.get(uid)
+        if waiting is not None:
+            waiting.reject("", "removed")
 
     def _gated(self, pod: PodInfo) -> bool:
         """PreEnqueue on a pod's way back into the queue (a preemptor waits for its victims to go)."""

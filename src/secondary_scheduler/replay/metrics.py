@@ -31,8 +31,8 @@ from secondary_scheduler.framework.aliases import FloatArray
 from secondary_scheduler.framework.handle import Handle
 from secondary_scheduler.plugins.trimaran.args import KUBERNETES_METRICS_SERVER, PROMETHEUS
 from secondary_scheduler.plugins.trimaran.collector import REFRESH_INTERVAL_SECONDS
-from secondary_scheduler.plugins.trimaran.providers import WINDOW_SECONDS
-from secondary_scheduler.plugins.trimaran.services import SERVICE, TrimaranServices
+from secondary_scheduler.plugins.trimaran.providers import WINDOW_SECONDS, NodeReadings
+from secondary_scheduler.plugins.trimaran.services import TrimaranServices
 from secondary_scheduler.plugins.trimaran.source import WATCHER, MetricSource
 from secondary_scheduler.plugins.trimaran.watchermetrics import (
     AVERAGE,
@@ -44,6 +44,7 @@ from secondary_scheduler.plugins.trimaran.watchermetrics import (
     Metadata,
     Metric,
     NodeMetrics,
+    ResourceDataArrays,
     WatcherMetrics,
     Window,
 )
@@ -137,8 +138,24 @@ SERIES = {
 """The metrics a source reports per node (keyed by ``SourceBehaviour.latest``), in load-watcher's order."""
 
 
+@dataclass(frozen=True)
+class _Served:
+    """What a source serves for one fetch: the window's bounds and, per reported node, its values
+    in percent (load-watcher's unit), in ``SERIES`` order; no columns when it has no sample yet."""
+
+    stamp: int
+    rollup: str
+    seconds: float
+    columns: tuple[FloatArray, ...]
+
+
 class SimulatedProvider:
-    """A collector's provider serving the history as one kind of source would (``BEHAVIOURS``)."""
+    """A collector's provider serving the history as one kind of source would (``BEHAVIOURS``).
+
+    A ``ReadingsProvider``: the collector takes its values as arrays (``fetch_readings``), as
+    they are computed; ``fetch`` builds the whole WatcherMetrics document of the same values, as
+    the real source would serve it (for whoever reads documents; a test checks both agree).
+    """
 
     def __init__(
         self,
@@ -156,66 +173,74 @@ class SimulatedProvider:
         self.as_of = 0.0
         """The simulated instant the next fetch answers for (the refresh that fell due)."""
         self.reported = np.array([name not in settings.missing_nodes for name in names], dtype=np.bool_)
-        self.names = names
-        self._entries: dict[str, NodeMetrics] | None = None
-        self._metrics: list[list[Metric]] = []
-        self._rollup = ""
+        self.names: tuple[str, ...] = tuple(name for name in names if name not in settings.missing_nodes)
+        """The nodes the source reports, one tuple for every fetch (the view maps them once)."""
 
     async def fetch(self, window: str) -> WatcherMetrics:
+        served = self._serve(window)
+        nodes: dict[str, NodeMetrics] = {}
+        if served.columns:
+            series = SERIES[self.behaviour.latest]
+            metadata = Metadata.model_construct(data_center="")
+            values = [column.tolist() for column in served.columns]
+            for name, *node_values in zip(self.names, *values, strict=True):
+                metrics = [
+                    Metric.model_construct(name="", type=kind, operator=op, rollup=served.rollup, value=value)
+                    for (kind, op), value in zip(series, node_values, strict=True)
+                ]
+                nodes[name] = NodeMetrics.model_construct(metrics=metrics, tags={}, metadata=metadata)
+        return self._document(served, nodes)
+
+    async def fetch_readings(self, window: str) -> tuple[WatcherMetrics, NodeReadings]:
+        served = self._serve(window)
+        if not served.columns:
+            empty = np.zeros(0, dtype=np.float64)
+            none = ResourceDataArrays(avg=empty, stdev=empty, valid=np.zeros(0, dtype=np.bool_))
+            nothing = NodeReadings(names=(), cpu=none, memory=none, cpu_percent=empty)
+            return self._document(served, {}), nothing
+        valid = np.ones(len(self.names), dtype=np.bool_)
+        if self.behaviour.latest:
+            cpu, memory = served.columns
+            cpu_stdev = memory_stdev = np.zeros(len(self.names), dtype=np.float64)
+        else:
+            cpu, memory, cpu_stdev, memory_stdev = served.columns
+        readings = NodeReadings(
+            names=self.names,
+            cpu=ResourceDataArrays(avg=cpu, stdev=cpu_stdev, valid=valid),
+            memory=ResourceDataArrays(avg=memory, stdev=memory_stdev, valid=valid),
+            cpu_percent=cpu,
+        )
+        return self._document(served, {}), readings
+
+    def _serve(self, window: str) -> _Served:
+        """The values the source has for ``window`` as of ``as_of`` (less its lag and resolution)."""
         seconds = float(WINDOW_SECONDS.get(window, WINDOW_SECONDS[WINDOW]))
         end = self.as_of - self.settings.lag
         if self.behaviour.resolution:
             end = math.floor(end / self.behaviour.resolution) * self.behaviour.resolution
         rollup = WINDOW if window not in WINDOW_SECONDS else window
-        columns: list[FloatArray] = []
+        columns: tuple[FloatArray, ...] = ()
         if self.behaviour.latest:
             row = self.history.latest(end)
             if row is not None:
-                columns = [self.history.cpu[row], self.history.memory[row]]
+                columns = (self.history.cpu[row], self.history.memory[row])
         else:
             rows = self.history.window(end, seconds)
             if len(rows):
                 cpu, memory = self.history.cpu[rows], self.history.memory[rows]
-                columns = [cpu.mean(axis=0), memory.mean(axis=0), cpu.std(axis=0), memory.std(axis=0)]
-        stamp = int(self.clock.epoch + self.as_of)
+                columns = (cpu.mean(axis=0), memory.mean(axis=0), cpu.std(axis=0), memory.std(axis=0))
+        percent = tuple(100 * column[self.reported] for column in columns)
+        return _Served(int(self.clock.epoch + self.as_of), rollup, seconds, percent)
+
+    def _document(self, served: _Served, nodes: dict[str, NodeMetrics]) -> WatcherMetrics:
+        stamp = served.stamp
+        start = stamp - int(served.seconds)
         return WatcherMetrics.model_construct(
             timestamp=stamp,
-            window=Window.model_construct(duration=rollup, start=stamp - int(seconds), end=stamp),
+            window=Window.model_construct(duration=served.rollup, start=start, end=stamp),
             source=self.behaviour.name,
-            data=Data.model_construct(node_metrics_map=self._filled(columns, rollup) if columns else {}),
+            data=Data.model_construct(node_metrics_map=nodes),
         )
-
-    def _filled(self, columns: list[FloatArray], rollup: str) -> dict[str, NodeMetrics]:
-        """Per reported node, its metrics in percent (load-watcher's values), in ``series`` order.
-
-        The node entries are made once and their values rewritten on each fetch (five models per
-        node would cost a refresh more than the cycles that read it): only the newest document is
-        ever read, as the collector keeps the newest per window and this source always has one.
-        """
-        if self._entries is None or self._rollup != rollup:
-            self._entries, self._metrics = self._entries_for(rollup)
-            self._rollup = rollup
-        values = [(100 * column[self.reported]).tolist() for column in columns]
-        for metrics, *node_values in zip(self._metrics, *values, strict=True):
-            for metric, value in zip(metrics, node_values, strict=True):
-                metric.__dict__["value"] = value
-        return self._entries
-
-    def _entries_for(self, rollup: str) -> tuple[dict[str, NodeMetrics], list[list[Metric]]]:
-        series = SERIES[self.behaviour.latest]
-        metadata = Metadata.model_construct(data_center="")
-        entries: dict[str, NodeMetrics] = {}
-        all_metrics: list[list[Metric]] = []
-        for index in np.flatnonzero(self.reported).tolist():
-            metrics = [
-                Metric.model_construct(name="", type=kind, operator=operator, rollup=rollup, value=0.0)
-                for kind, operator in series
-            ]
-            entries[self.names[index]] = NodeMetrics.model_construct(
-                metrics=metrics, tags={}, metadata=metadata
-            )
-            all_metrics.append(metrics)
-        return entries, all_metrics
 
     async def close(self) -> None:
         """Nothing to release."""
@@ -224,23 +249,18 @@ class SimulatedProvider:
 class SimulatedMetrics:
     """The Trimaran services of one replay, on the simulated clock, fed by simulated providers."""
 
-    def __init__(self, load: ClusterLoad, clock: SimClock, settings: MetricsSettings) -> None:
+    def __init__(self, load: ClusterLoad, clock: SimClock, settings: MetricsSettings, handle: Handle) -> None:
+        """Creates the Trimaran services in ``handle`` (whose clocks must be ``clock``'s), before
+        any plugin is built: the plugins find them there instead of creating their own."""
         self.load = load
         self.clock = clock
         self.settings = settings
         self.history = UsageHistory(len(load), settings)
-        self.services = TrimaranServices(
-            clock=clock.wall, interval=settings.refresh_interval, provider_factory=self._provider
-        )
         self.providers: list[SimulatedProvider] = []
+        self.services = TrimaranServices.of(
+            handle, provider_factory=self.provider_for, interval=settings.refresh_interval
+        )
         self._refreshed_at = -math.inf
-
-    def install(self, handle: Handle) -> None:
-        """Give ``handle`` these services before any plugin is built: the plugins find them there
-        (``TrimaranServices.of``) instead of creating their own; wired as ``of`` wires its own."""
-        handle.register_service(SERVICE, self.services)
-        handle.watch_pods(self.services.recently_scheduled)
-        handle.on_pod_bound(lambda pod, node: self.services.recently_scheduled.record(pod, node))
 
     @property
     def sources(self) -> list[str]:
@@ -264,7 +284,8 @@ class SimulatedMetrics:
         for collector in self.services.collectors.collectors():
             await collector.refresh()
 
-    def _provider(self, source: MetricSource) -> SimulatedProvider:
+    def provider_for(self, source: MetricSource) -> SimulatedProvider:
+        """The collectors' provider factory: the simulated source a profile's metric source stands for."""
         behaviour = BEHAVIOURS.get(source.kind)
         if behaviour is None:
             raise ValueError(

@@ -194,6 +194,9 @@ class SchedulingQueue(Generic[P]):
         self._error_backoff: _Heap[P] = _Heap(None, order, by_expiry=True)
         """podErrorBackoffQ: pods that failed with an error, by expiry; they always wait it out."""
         self._unschedulable: dict[str, QueuedPod[P]] = {}
+        self._held: dict[str, P] = {}
+        """Pods PreEnqueue kept out when they arrived (scheduling gates): in no pool until an
+        update lets them in (``add``) or they go (``delete``)."""
         self._in_flight: dict[str, QueuedPod[P]] = {}
         self._idle: list[Callable[[], None]] = []
         self._wakeup = asyncio.Event()
@@ -206,7 +209,7 @@ class SchedulingQueue(Generic[P]):
             "active": len(self._active),
             "backoff": len(self._backoff) + len(self._error_backoff),
             "unschedulable": len(self._unschedulable) - gated,
-            "gated": gated,
+            "gated": gated + len(self._held),
         }
 
     def get(self, key: str) -> P | None:
@@ -271,8 +274,9 @@ class SchedulingQueue(Generic[P]):
         self._wakeup.set()
 
     def add(self, pod: P) -> None:
-        """A new pod for us: straight to active."""
+        """A new pod for us (or a held one PreEnqueue now lets in): straight to active."""
         key = pod.key
+        self._held.pop(key, None)
         if key in self or key in self._in_flight:
             self.update(pod)
             return
@@ -303,12 +307,41 @@ class SchedulingQueue(Generic[P]):
         self._error_backoff.remove(key)
         self._unschedulable.pop(key, None)
         self._in_flight.pop(key, None)
+        self._held.pop(key, None)
+
+    def hold(self, pod: P) -> None:
+        """A pod PreEnqueue keeps out as it arrives (scheduling gates): out of every pool, held
+        until an update brings it back through ``add`` (counted as gated meanwhile)."""
+        self.delete(pod.key)
+        self._held[pod.key] = pod
+
+    def held(self) -> list[str]:
+        """The keys of the pods ``hold`` keeps out."""
+        return list(self._held)
 
     # -- the scheduling loop's side ----------------------------------------------------
     async def pop(self) -> QueuedPod[P]:
         """The active queue's head; with none, the rejected pods' backoff head; else wait.
 
         Before waiting, the callbacks queued by `call_when_idle` run (they may requeue pods).
+        """
+        while True:
+            item = self.pop_nowait()
+            if item is not None:
+                return item
+            self._wakeup.clear()
+            # Not wait_for: on Python 3.11 it wraps the wait in a task of its own, and a pod
+            # added would reach this loop two event-loop turns later, behind other work.
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self._next_wake()):
+                    await self._wakeup.wait()
+
+    def pop_nowait(self) -> QueuedPod[P] | None:
+        """What `pop` hands out now, or None where `pop` would wait (for a caller that drives time
+        itself, the replay: it pops until None, then wakes the queue at `next_wake_time`).
+
+        As `pop`, the callbacks queued by `call_when_idle` run when there is no pod to hand out,
+        and a pod they requeue is handed out.
         """
         while True:
             self.flush()
@@ -319,17 +352,11 @@ class SchedulingQueue(Generic[P]):
                 item.attempts += 1
                 self._in_flight[item.pod.key] = item
                 return item
-            if self._idle:
-                callbacks, self._idle = self._idle, []
-                for callback in callbacks:
-                    callback()
-                continue
-            self._wakeup.clear()
-            # Not wait_for: on Python 3.11 it wraps the wait in a task of its own, and a pod
-            # added would reach this loop two event-loop turns later, behind other work.
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self._next_wake()):
-                    await self._wakeup.wait()
+            if not self._idle:
+                return None
+            callbacks, self._idle = self._idle, []
+            for callback in callbacks:
+                callback()
 
     def call_when_idle(self, callback: Callable[[], None]) -> None:
         """Run ``callback`` once `pop()` has no pod to hand out (soon if it is waiting now)."""
@@ -466,12 +493,20 @@ class SchedulingQueue(Generic[P]):
         for key in stale:
             self._requeue(self._unschedulable.pop(key))
 
-    def _next_wake(self) -> float:
-        """Seconds until an errored pod's backoff ends (its window has passed) or a flush is due."""
-        now = self.clock()
-        deadlines = [item.backoff_until + ORDERING_WINDOW for item in self._error_backoff.items()]
-        deadlines += [item.backoff_until + ORDERING_WINDOW for item in self._backoff.items()]
-        deadlines += [
-            item.unschedulable_since + self.unschedulable_timeout for item in self._unschedulable.values()
+    def next_wake_time(self) -> float | None:
+        """When (on the queue's clock) a waiting pod is next due: a backoff ends (its window has
+        passed) or an unschedulable pod's periodic flush comes; None when no pod waits."""
+        deadlines = [
+            head.backoff_until + ORDERING_WINDOW
+            for heap in (self._error_backoff, self._backoff)
+            if (head := heap.peek()) is not None
         ]
-        return max(0.01, min(deadlines) - now) if deadlines else 1.0
+        if self._unschedulable:
+            since = min(item.unschedulable_since for item in self._unschedulable.values())
+            deadlines.append(since + self.unschedulable_timeout)
+        return min(deadlines) if deadlines else None
+
+    def _next_wake(self) -> float:
+        """Seconds `pop` may wait before a waiting pod is due (1 s when none waits)."""
+        wake = self.next_wake_time()
+        return 1.0 if wake is None else max(0.01, wake - self.clock())

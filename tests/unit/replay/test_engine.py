@@ -112,6 +112,10 @@ def test_the_replay_decides_as_score_does_on_the_same_state() -> None:
     view = before.metrics.services.collectors.collectors()[0]
     served, _stale = view.latest()
     assert served is not None
+    # The collector took the source's values as arrays; `score` reads the document of the same
+    # fetch, as the simulated source serves it whole.
+    document = asyncio.run(before.metrics.providers[0].fetch(served.window))
+    assert document.timestamp == served.metrics.timestamp
     recent = [
         RecentPod(entry.pod, node, entry.bound_at or 0.0)
         for node, entries in before.metrics.services.recently_scheduled.on_nodes()
@@ -120,7 +124,7 @@ def test_the_replay_decides_as_score_does_on_the_same_state() -> None:
     snapshot = ClusterSnapshot(
         nodes=[obj for obj in before.table.objects if obj is not None],
         pods=[info.obj for info, _slot in before.table.all_pods()],
-        metrics=served.metrics,
+        metrics=document,
         recently_scheduled=recent,
         now=before.clock.wall(),
     )

@@ -16,7 +16,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from secondary_scheduler.plugins.trimaran.providers import Provider
+from secondary_scheduler.plugins.trimaran.providers import NodeReadings, Provider, ReadingsProvider
 from secondary_scheduler.plugins.trimaran.telemetry import TrimaranMetrics
 from secondary_scheduler.plugins.trimaran.watchermetrics import WatcherMetrics
 
@@ -35,6 +35,16 @@ class Snapshot:
     taken_at: float
     """The document's own ``timestamp`` when set (a load-watcher service may serve old data), else
     when it arrived."""
+    readings: NodeReadings | None = None
+    """The nodes' values as arrays, from a ``ReadingsProvider``; ``metrics`` is then the document's
+    header only (no node map): read the nodes from here (``nodeusage`` does)."""
+
+    @property
+    def node_count(self) -> int:
+        """How many nodes the source reported."""
+        if self.readings is not None:
+            return len(self.readings.names)
+        return len(self.metrics.data.node_metrics_map)
 
 
 class MetricsCollector:
@@ -93,8 +103,12 @@ class MetricsCollector:
         """One fetch, best window first; False (logged, counted) when every window failed."""
         problems = []
         for window in self.provider.windows:
+            readings: NodeReadings | None = None
             try:
-                metrics = await self.provider.fetch(window)
+                if isinstance(self.provider, ReadingsProvider):
+                    metrics, readings = await self.provider.fetch_readings(window)
+                else:
+                    metrics = await self.provider.fetch(window)
             except asyncio.CancelledError:
                 raise
             except Exception as error:  # a refresh must never kill the loop
@@ -102,10 +116,10 @@ class MetricsCollector:
                 problems.append(str(error) or repr(error))
                 continue
             taken_at = float(metrics.timestamp) if metrics.timestamp > 0 else self.clock()
-            snapshot = Snapshot(metrics, window, taken_at)
+            snapshot = Snapshot(metrics, window, taken_at, readings)
             await self._prepare(snapshot)
             self._snapshots[window] = snapshot
-            self._recovered(window, len(metrics.data.node_metrics_map))
+            self._recovered(window, snapshot.node_count)
             return True
         self._failed("; ".join(problems))
         return False

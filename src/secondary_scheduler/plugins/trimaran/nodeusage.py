@@ -24,7 +24,7 @@ from secondary_scheduler.framework.resources import CPU_COLUMN, MEMORY_COLUMN
 from secondary_scheduler.plugins.trimaran.args import PROMETHEUS, TrimaranArgs
 from secondary_scheduler.plugins.trimaran.collector import MetricsCollector, Snapshot
 from secondary_scheduler.plugins.trimaran.notes import MetricsNote
-from secondary_scheduler.plugins.trimaran.providers import YIELD_EVERY
+from secondary_scheduler.plugins.trimaran.providers import YIELD_EVERY, NodeReadings
 from secondary_scheduler.plugins.trimaran.providers.prometheus import SERIES_OF
 from secondary_scheduler.plugins.trimaran.resourcestats import safe_divide
 from secondary_scheduler.plugins.trimaran.targetloadpacking.scoring import node_cpu_percent
@@ -96,20 +96,58 @@ class SnapshotIndex:
         return cls._assemble(metrics, names, rows)
 
     @classmethod
+    def of_readings(cls, readings: NodeReadings, row_of: dict[str, int] | None = None) -> SnapshotIndex:
+        """The index of a ``ReadingsProvider``'s snapshot: its arrays as they are, nothing parsed.
+
+        ``row_of`` is the name -> row map of ``readings.names`` when the caller has it already.
+        """
+        if row_of is None:
+            row_of = {name: row for row, name in enumerate(readings.names)}
+        count = len(readings.names)
+        return cls._of_arrays(
+            row_of,
+            _with_no_metrics_row(readings.cpu),
+            _with_no_metrics_row(readings.memory),
+            np.append(readings.cpu_percent, np.nan),
+            np.arange(count + 1) < count,
+            measured=True,
+        )
+
+    @classmethod
     def _assemble(cls, metrics: WatcherMetrics | None, names: list[str], rows: list[_Row]) -> SnapshotIndex:
         rows = [*rows, _NO_ROW]  # the last row: no metrics
-        cpu = _arrays([row[0] for row in rows])
-        memory = _arrays([row[1] for row in rows])
+        return cls._of_arrays(
+            {name: row for row, name in enumerate(names)},
+            _arrays([row[0] for row in rows]),
+            _arrays([row[1] for row in rows]),
+            np.array([np.nan if row[2] is None else row[2] for row in rows], dtype=np.float64),
+            np.array([row[3] for row in rows], dtype=np.bool_),
+            measured=metrics is not None,
+        )
+
+    @classmethod
+    def _of_arrays(
+        cls,
+        row_of: dict[str, int],
+        cpu: ResourceDataArrays,
+        memory: ResourceDataArrays,
+        cpu_percent: FloatArray,
+        has_metrics: BoolArray,
+        *,
+        measured: bool,
+    ) -> SnapshotIndex:
+        """The index of these arrays (their last row the "no metrics" one); ``measured``: a snapshot
+        was fetched (without one, no series counts as missing)."""
         missing: tuple[str, ...] = ()
-        if metrics is not None:
+        if measured:
             valid = {"cpu": cpu.valid[:-1], "memory": memory.valid[:-1]}
             missing = tuple(resource for resource, found in valid.items() if not found.any())
         return cls(
-            row_of={name: row for row, name in enumerate(names)},
+            row_of=row_of,
             cpu=cpu,
             memory=memory,
-            cpu_percent=np.array([np.nan if row[2] is None else row[2] for row in rows], dtype=np.float64),
-            has_metrics=np.array([row[3] for row in rows], dtype=np.bool_),
+            cpu_percent=cpu_percent,
+            has_metrics=has_metrics,
             missing_series=missing,
         )
 
@@ -137,6 +175,14 @@ def _arrays(rows: Sequence[ResourceData]) -> ResourceDataArrays:
         avg=np.array([row.avg for row in rows], dtype=np.float64),
         stdev=np.array([row.stdev for row in rows], dtype=np.float64),
         valid=np.array([row.valid for row in rows], dtype=np.bool_),
+    )
+
+
+def _with_no_metrics_row(data: ResourceDataArrays) -> ResourceDataArrays:
+    return ResourceDataArrays(
+        avg=np.append(data.avg, _NO_DATA.avg),
+        stdev=np.append(data.stdev, _NO_DATA.stdev),
+        valid=np.append(data.valid, _NO_DATA.valid),
     )
 
 
@@ -265,6 +311,9 @@ class NodeMetricsView:
         self._index = SnapshotIndex.build(None)
         self._prepared: tuple[WatcherMetrics, SnapshotIndex] | None = None
         """The index of the newest fetched snapshot, built by the refresh before it is handed out."""
+        self._readings_rows: tuple[Sequence[str], dict[str, int]] | None = None
+        """The last readings' names and their rows: a provider reporting the same nodes again
+        hands out the same names, and their indexes share one row map."""
         collector.on_snapshot(self._prepare)
         self._table: NodeTable | None = None
         self._slots_version = -1
@@ -303,17 +352,29 @@ class NodeMetricsView:
         """The snapshot's arrays, built once per snapshot (identity: a refresh makes a new object)."""
         if metrics is not self._indexed:
             self._indexed = metrics
+            previous = self._index
             prepared = self._prepared
             if prepared is not None and prepared[0] is metrics:
                 self._index = prepared[1]
             else:
                 self._index = SnapshotIndex.build(metrics)
-            self._table = None  # re-map the slots
+            if not _same_coverage(previous, self._index):
+                self._table = None  # re-map the slots (and check what they lack)
         return self._index
 
     async def _prepare(self, snapshot: Snapshot) -> None:
-        """A refresh fetched ``snapshot``: parse it now, a slice at a time, rather than in a cycle."""
-        self._prepared = (snapshot.metrics, await SnapshotIndex.build_yielding(snapshot.metrics))
+        """A refresh fetched ``snapshot``: parse it now, a slice at a time, rather than in a cycle
+        (or take its readings as they are, from a provider that has them as arrays)."""
+        readings = snapshot.readings
+        if readings is None:
+            index = await SnapshotIndex.build_yielding(snapshot.metrics)
+        else:
+            known = self._readings_rows
+            if known is None or known[0] is not readings.names:
+                known = (readings.names, {name: row for row, name in enumerate(readings.names)})
+                self._readings_rows = known
+            index = SnapshotIndex.of_readings(readings, known[1])
+        self._prepared = (snapshot.metrics, index)
 
     def _rows_for(self, table: NodeTable, index: SnapshotIndex) -> IntArray:
         """Slot -> snapshot row, rebuilt when the snapshot or the table's set of nodes changes."""
@@ -382,3 +443,15 @@ class NodeMetricsView:
         elif not stale and self._warned_stale and age is not None:
             log.info("metrics from %s: fresh again (%.0fs old)", self.label, age)
             self._warned_stale = False
+
+
+def _same_coverage(old: SnapshotIndex, new: SnapshotIndex) -> bool:
+    """Whether ``new`` maps the same names to the same rows, with the same metrics present, as
+    ``old``: the slots' rows and what they lack need no new look then (a ``ReadingsProvider``
+    reporting the same nodes; a parsed document always has a row map of its own)."""
+    return (
+        new.row_of is old.row_of
+        and new.missing_series == old.missing_series
+        and np.array_equal(new.cpu.valid, old.cpu.valid)
+        and np.array_equal(new.memory.valid, old.memory.valid)
+    )

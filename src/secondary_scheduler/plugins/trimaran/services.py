@@ -5,7 +5,8 @@ the scheduler's API client and metrics registry in a live cluster, or, under ``s
 score``, with a static provider serving the snapshot's metrics and the clock stopped at
 the snapshot's ``now``. It registers itself as a handle service (the runtime starts it
 after the informers synced and stops it on shutdown), follows the pod watch and hears
-every binding, so the scheduling loop knows nothing about Trimaran.
+every binding, so the scheduling loop knows nothing about Trimaran. ``secsched replay`` creates
+it first (``of`` with its simulated providers and refresh period), on the simulated clock.
 """
 
 from __future__ import annotations
@@ -51,15 +52,44 @@ class TrimaranServices:
         """False for a snapshot without metrics: there is nothing to fetch, as before a first fetch."""
 
     @classmethod
-    def of(cls, handle: Handle) -> TrimaranServices:
-        """The handle's Trimaran services, created and wired into it on first use."""
+    def of(
+        cls,
+        handle: Handle,
+        *,
+        provider_factory: ProviderFactory | None = None,
+        interval: float = REFRESH_INTERVAL_SECONDS,
+    ) -> TrimaranServices:
+        """The handle's Trimaran services, created and wired into it on first use.
+
+        ``provider_factory`` and ``interval`` replace the real providers and the refresh period
+        when the services are created here (the replay serves simulated metrics on its own clock,
+        ``handle.wall_clock``); they are refused when the services exist already or the handle
+        schedules into a snapshot (which has its own static provider), rather than ignored.
+        """
+        customised = provider_factory is not None or interval != REFRESH_INTERVAL_SECONDS
         existing = handle.services.get(SERVICE)
         if existing is not None:
+            if customised:
+                raise ValueError(
+                    "the Trimaran services of this handle exist already: pass provider_factory and "
+                    "interval to the first TrimaranServices.of, before any plugin is built"
+                )
             return handle.service(SERVICE, cls)
         snapshot = handle.snapshot
         if snapshot is None:
-            services = cls(api=handle.client, registry=handle.metrics_registry, clock=handle.wall_clock)
+            services = cls(
+                api=handle.client,
+                registry=handle.metrics_registry,
+                clock=handle.wall_clock,
+                interval=interval,
+                provider_factory=provider_factory,
+            )
         else:
+            if customised:
+                raise ValueError(
+                    "a handle scheduling into a snapshot serves the snapshot's metrics: "
+                    "provider_factory and interval cannot replace them"
+                )
             metrics = snapshot.data.get("metrics")
             static = StaticProvider(metrics if isinstance(metrics, WatcherMetrics) else None)
             services = cls(

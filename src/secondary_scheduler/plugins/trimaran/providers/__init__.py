@@ -2,17 +2,25 @@
 
 Library-mode providers (Prometheus, metrics-server) build the document for a window, as
 load-watcher does in-process; the load-watcher service provider reads the one it serves.
+
+A provider that computes its values as arrays in the first place (the replay's simulated
+sources) may also be a ``ReadingsProvider``: the collector then asks it for the document's
+header and the per-node values as arrays (``NodeReadings``), and the metrics view takes those
+as they are instead of parsing a document of thousands of models it would have to build first.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping, Sequence
-from typing import Protocol
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
 
+from secondary_scheduler.framework.aliases import FloatArray
 from secondary_scheduler.plugins.trimaran.watchermetrics import (
     Metric,
     NodeMetrics,
+    ResourceDataArrays,
     WatcherMetrics,
     Window,
 )
@@ -41,6 +49,34 @@ class Provider(Protocol):
         ...
 
     async def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class NodeReadings:
+    """The per-node values of a fetched document, as arrays: entry ``i`` is node ``names[i]``.
+
+    Each entry is what Trimaran's reading of that node's metrics in the document would be
+    (``watchermetrics.resource_data`` for ``cpu`` and ``memory``, TargetLoadPacking's
+    ``node_cpu_percent``); a node the source does not report is not in ``names``.
+    """
+
+    names: Sequence[str]
+    """The reported nodes; a provider that reports the same nodes each time should hand out the
+    same sequence object, so that the view maps them onto its nodes once."""
+    cpu: ResourceDataArrays
+    memory: ResourceDataArrays
+    cpu_percent: FloatArray
+    """TargetLoadPacking's CPU reading (the last AVG or Latest value), NaN where there is none."""
+
+
+@runtime_checkable
+class ReadingsProvider(Provider, Protocol):
+    """A provider whose values are arrays already: the collector fetches them without a node map."""
+
+    async def fetch_readings(self, window: str) -> tuple[WatcherMetrics, NodeReadings]:
+        """What ``fetch(window)`` returns, as its header (timestamp, window, source; no nodes) and
+        its nodes' values as arrays; raises FetchError."""
+        ...
 
 
 def watcher_metrics(
