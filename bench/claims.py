@@ -7,7 +7,6 @@ every node's capacity whole again after one, so that each run starts with the sa
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import time
 from collections.abc import Callable
@@ -18,6 +17,7 @@ from bench.workload import delete_all_pods
 from secondary_scheduler.cluster import provisioner
 from secondary_scheduler.cluster.progress import step
 from secondary_scheduler.kube.client import ApiClient, ApiError
+from secondary_scheduler.kube.wait import poll_until
 
 PVS = provisioner.PVS
 
@@ -60,29 +60,35 @@ async def delete_claims(
 ) -> None:
     """Delete the namespace's claims; wait until their PVs are gone and every node's capacity is whole."""
     path = claims_path(namespace)
-    deadline = time.monotonic() + timeout
+    started = time.monotonic()
     claims = [item["metadata"]["name"] for item in (await api.list_all(path))["items"]]
     report(f"deleting {len(claims)} claims")
     await delete_each(api, path, claims, concurrency)
-    while True:
-        left = len((await api.list_all(path))["items"])
+
+    async def left() -> tuple[int, int, int]:
+        """(claims left, their PVs left, nodes short of capacity: counted once both are gone)."""
+        claims_left = len((await api.list_all(path))["items"])
         volumes = [
             volume
             for volume in (await api.list_all(PVS))["items"]
             if ((volume.get("spec") or {}).get("claimRef") or {}).get("namespace") == namespace
         ]
-        short = 0
-        if not left and not volumes:
-            short, _ = await capacity_restored(api)
-            if not short:
-                return
-        if time.monotonic() > deadline:
-            raise TimeoutError(
-                f"cleaning up {namespace}: after {timeout:.0f}s, {left} claims, {len(volumes)} PVs left, "
-                f"{short} nodes without their whole capacity; see the cluster's logs/storage-provisioner.log"
-            )
-        report(f"waiting: {left} claims, {len(volumes)} PVs left, {short} nodes' capacity not yet back")
-        await asyncio.sleep(1.0)
+        short = (await capacity_restored(api))[0] if not claims_left and not volumes else 0
+        return claims_left, len(volumes), short
+
+    await poll_until(
+        left,
+        lambda found: not any(found),
+        lambda found: (
+            f"cleaning up {namespace}: after {timeout:.0f}s, {found[0]} claims, {found[1]} PVs left, "
+            f"{found[2]} nodes without their whole capacity; see the cluster's logs/storage-provisioner.log"
+        ),
+        timeout - (time.monotonic() - started),
+        interval=1.0,
+        waiting=lambda found: report(
+            f"waiting: {found[0]} claims, {found[1]} PVs left, {found[2]} nodes' capacity not yet back"
+        ),
+    )
 
 
 async def clean_up(
@@ -102,12 +108,13 @@ async def clean_up(
 async def wait_published(context: BenchContext, timeout: float = 600.0) -> None:
     """Until the provisioner has made every node's CSINode and capacity (new nodes need them)."""
     with step(f"{context.nodes:,} nodes · every node's CSINode and CSIStorageCapacity", log_every=10):
-        deadline = time.monotonic() + timeout
-        while True:
-            ready, total = await storage_published(context.api)
-            if ready >= total:
-                return
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"only {ready}/{total} nodes have their CSINode and CSIStorageCapacity")
-            context.log(f"    {ready:,}/{total:,} nodes have their CSINode and CSIStorageCapacity")
-            await asyncio.sleep(3.0)
+        await poll_until(
+            lambda: storage_published(context.api),
+            lambda found: found[0] >= found[1],
+            lambda found: f"only {found[0]}/{found[1]} nodes have their CSINode and CSIStorageCapacity",
+            timeout,
+            interval=3.0,
+            waiting=lambda found: context.log(
+                f"    {found[0]:,}/{found[1]:,} nodes have their CSINode and CSIStorageCapacity"
+            ),
+        )

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import datetime
-import time
 from collections.abc import Callable
 from typing import Any
 
 from secondary_scheduler.cluster.nodes import NodeShape, plan_nodes
 from secondary_scheduler.kube.client import ApiClient, ApiError
+from secondary_scheduler.kube.wait import poll_until
 
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
 NOT_READY_TAINT = "node.kubernetes.io/not-ready"
@@ -98,26 +98,35 @@ async def wait_settled(
     api: ApiClient, total: int, report: Callable[[str], None], timeout: float = 900.0
 ) -> None:
     """Until there are ``total`` node Leases and no node is tainted not-ready."""
-    deadline = time.monotonic() + timeout
-    while True:
+
+    async def counts() -> tuple[int, int]:
+        """(node Leases, nodes still tainted not-ready: counted once every Lease is there)."""
         leases = len((await api.list_all(LEASES))["items"])
-        tainted = 0
-        if leases >= total:
-            nodes = (await api.list_all("/api/v1/nodes"))["items"]
-            tainted = sum(
-                1
-                for node in nodes
-                if any(taint.get("key") == NOT_READY_TAINT for taint in node["spec"].get("taints") or ())
-            )
-            if not tainted:
-                return
-        if time.monotonic() > deadline:
-            raise TimeoutError(
-                f"the cluster has not settled after {timeout:.0f}s: {leases:,}/{total:,} node leases, "
-                f"{tainted:,} nodes still tainted {NOT_READY_TAINT}"
-            )
+        if leases < total:
+            return leases, 0
+        nodes = (await api.list_all("/api/v1/nodes"))["items"]
+        tainted = sum(
+            1
+            for node in nodes
+            if any(taint.get("key") == NOT_READY_TAINT for taint in node["spec"].get("taints") or ())
+        )
+        return leases, tainted
+
+    def waiting(found: tuple[int, int]) -> None:
+        leases, tainted = found
         if leases < total:
             report(f"{leases:,}/{total:,} node leases held by KWOK")
         else:
             report(f"{total - tainted:,}/{total:,} nodes untainted by kube-controller-manager")
-        await asyncio.sleep(3.0)
+
+    await poll_until(
+        counts,
+        lambda found: found[0] >= total and not found[1],
+        lambda found: (
+            f"the cluster has not settled after {timeout:.0f}s: {found[0]:,}/{total:,} node leases, "
+            f"{found[1]:,} nodes still tainted {NOT_READY_TAINT}"
+        ),
+        timeout,
+        interval=3.0,
+        waiting=waiting,
+    )

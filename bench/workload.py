@@ -57,21 +57,30 @@ def pod_manifests(prefix: str, count: int, scheduler_name: str, seed: int = 0) -
 
 
 async def delete_all_pods(
-    api: ApiClient, namespace: str, concurrency: int = 32, timeout: float = 600.0
+    api: ApiClient,
+    namespace: str,
+    concurrency: int = 32,
+    timeout: float = 600.0,
+    *,
+    selector: str | None = None,
 ) -> None:
-    """Delete every pod in the namespace (no grace period) and wait until none is left.
+    """Delete every pod in the namespace (those ``selector`` selects, if given; no grace period) and
+    wait until none is left.
 
     One DELETE per pod rather than one deletecollection: a loaded API server can take
-    longer than its request timeout (60s) to delete thousands of pods in one call.
+    longer than its request timeout (60s) to delete thousands of pods in one call. Not
+    ``kube.wait.poll_until``: each round deletes what the last list still showed.
     """
     path = pods_path(namespace)
+    query = None if selector is None else {"labelSelector": selector}
+    which = "" if selector is None else f" ({selector})"
     deadline = time.monotonic() + timeout
     while True:
-        names = [item["metadata"]["name"] for item in (await api.list_all(path))["items"]]
+        names = [item["metadata"]["name"] for item in (await api.list_all(path, query))["items"]]
         if not names:
             return
         if time.monotonic() > deadline:
-            raise TimeoutError(f"{len(names)} pods in {namespace} still there after {timeout:.0f}s")
+            raise TimeoutError(f"{len(names)} pods{which} in {namespace} still there after {timeout:.0f}s")
         await delete_each(api, path, names, concurrency, NO_GRACE)
 
 

@@ -56,11 +56,11 @@ from bench.measuring import (
     keep_counters,
     wait_bound,
 )
-from bench.objects import create_objects, delete_each
+from bench.objects import create_objects
 from bench.profiles import Recorder
 from bench.report import milliseconds, number
 from bench.stats import PodClock
-from bench.workload import NO_GRACE, PodWatch, create_pods, delete_all_pods, pod_manifests, pods_path
+from bench.workload import PodWatch, create_pods, delete_all_pods, pod_manifests, pods_path
 from bench.workloadclasses import (
     CLASS_NAMES,
     EXISTING,
@@ -154,24 +154,6 @@ async def create_on_schedule(
 
 RESTORE_SETTLE_SECONDS = 3.0
 """How long the restored pre-existing pods must all stay there before a run may start."""
-
-
-async def delete_pods(
-    api: ApiClient, namespace: str, selector: str, concurrency: int, timeout: float = 600.0
-) -> None:
-    """Delete the namespace's pods that ``selector`` selects (no grace period) until none is left."""
-    path = pods_path(namespace)
-    deadline = time.monotonic() + timeout
-    while True:
-        listed = (await api.list_all(path, {"labelSelector": selector}))["items"]
-        names = [item["metadata"]["name"] for item in listed]
-        if not names:
-            return
-        if time.monotonic() > deadline:
-            raise TimeoutError(
-                f"{len(names)} pods ({selector}) in {namespace} still there after {timeout:.0f}s"
-            )
-        await delete_each(api, path, names, concurrency, NO_GRACE)
 
 
 async def restore_existing(
@@ -571,7 +553,7 @@ class WorkloadsSection(WorkloadsReport):
                 f"{timings.bound}/{len(targets)} bound: {number(timings.throughput, 1)} pods/s, "
                 f"p99 {milliseconds(timings.p99)} ms, {len(violations)} violations; cleaning up"
             )
-            await delete_pods(api, namespace, f"{ROLE_LABEL}!={EXISTING}", options.concurrency)
+            await delete_all_pods(api, namespace, options.concurrency, selector=f"{ROLE_LABEL}!={EXISTING}")
             if klass == "pvc":
                 await delete_claims(api, namespace, options.concurrency, progress.update)
             if record.victims:

@@ -19,25 +19,13 @@ from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from secondary_scheduler.kube.quantity import parse_quantity, quantity_parts
+
 Problem = tuple[str, str, str]
 """(field path, what is wrong, how to fix it)."""
 
 INT32_MAX = 2**31 - 1
 INT64_MAX = 2**63 - 1
-_QUANTITY = re.compile(r"^([+-]?(?:\d+\.?\d*|\.\d+))((?:[eE][+-]?\d+)|Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?$")
-_QUANTITY_SCALE = {
-    "": 0,
-    "n": -9,
-    "u": -6,
-    "m": -3,
-    "k": 3,
-    "M": 6,
-    "G": 9,
-    "T": 12,
-    "P": 15,
-    "E": 18,
-}
-_BINARY = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
 _MAX_QUANTITY = Decimal(INT64_MAX) / 1000
 """Kubernetes keeps milli-values in an int64: larger quantities are not usable for scheduling."""
 
@@ -70,7 +58,7 @@ def qualified_name_problem(key: Any) -> str | None:
     if slash:
         if not prefix:
             return f"{key!r}: the prefix before '/' must not be empty"
-        if len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix):
+        if not is_dns_subdomain(prefix):
             return f"{key!r}: the prefix {prefix!r} must be a DNS subdomain (lower-case, e.g. example.com)"
     if len(name) > 63:
         return f"{key!r}: the name part must be at most 63 characters"
@@ -92,12 +80,18 @@ def label_value_problem(value: Any) -> str | None:
     return None
 
 
+def is_dns_subdomain(value: str) -> bool:
+    """Whether ``value`` is an RFC 1123 subdomain (apimachinery's IsDNS1123Subdomain): what most
+    object names and a label key's prefix must be."""
+    return len(value) <= 253 and _DNS_SUBDOMAIN.match(value) is not None
+
+
 def dns_subdomain_problem(value: Any) -> str | None:
     if not isinstance(value, str):
         return f"{_show(value)} is not a string"
     if not value:
         return "must not be empty"
-    if len(value) > 253 or not _DNS_SUBDOMAIN.match(value):
+    if not is_dns_subdomain(value):
         return (
             f"{value!r} is not a valid name: lower-case letters, digits, '-' and '.', at most 253 characters"
         )
@@ -121,17 +115,19 @@ def quantity_problem(value: Any, *, non_negative: bool = True) -> str | None:
     if isinstance(value, float) and not math.isfinite(value):
         return f"{value} is not a quantity: write a finite number"
     text = value if isinstance(value, str) else repr(value)
-    match = _QUANTITY.match(text.strip()) if isinstance(value, str) else _QUANTITY.match(text)
-    if match is None or (isinstance(value, str) and value != value.strip()):
+    try:
+        parts = quantity_parts(text.strip() if isinstance(value, str) else text)
+    except ValueError:  # an exponent of more digits than int() takes
+        return f"{value!r} is not a number"
+    if parts is None or (isinstance(value, str) and value != value.strip()):
         return f"{value!r} is not a Kubernetes quantity (examples: '500m', '2', '1Gi', '512Mi', '1e3')"
-    number, suffix = match.group(1), match.group(2) or ""
+    number, radix, exponent = parts
     try:
         base = Decimal(number)
-        if suffix in _BINARY:
+        if radix == 2:
             exponent_ok = True
-            amount = base * (Decimal(2) ** _BINARY[suffix])
+            amount = base * (Decimal(2) ** exponent)
         else:
-            exponent = _QUANTITY_SCALE[suffix] if suffix in _QUANTITY_SCALE else int(suffix[1:])
             exponent_ok = -30 <= exponent <= 30
             amount = base.scaleb(exponent) if exponent_ok else base
     except (InvalidOperation, ValueError):
@@ -278,18 +274,8 @@ def check_resources(value: Any, at: str, problems: list[Problem]) -> dict[str, D
         if problem:
             problems.append((f"{at}.{name}", problem, "write a quantity such as 500m, 2 or 1Gi"))
             continue
-        amounts[name] = _amount(quantity)
+        amounts[name] = parse_quantity(quantity)
     return amounts
-
-
-def _amount(quantity: str | int | float) -> Decimal:
-    text = str(quantity).strip()
-    match = _QUANTITY.match(text)
-    assert match is not None
-    base, suffix = Decimal(match.group(1)), match.group(2) or ""
-    if suffix in _BINARY:
-        return base * (Decimal(2) ** _BINARY[suffix])
-    return base.scaleb(_QUANTITY_SCALE[suffix] if suffix in _QUANTITY_SCALE else int(suffix[1:]))
 
 
 # -- selectors, affinity, tolerations, spreading ---------------------------------------------

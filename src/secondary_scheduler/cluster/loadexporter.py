@@ -25,9 +25,10 @@ from typing import Any
 
 from aiohttp import web
 
-from secondary_scheduler.cluster.loadmodel import TERMINAL_PHASES, LoadModel, pod_usage
+from secondary_scheduler.cluster.loadmodel import LoadModel, pod_usage
 from secondary_scheduler.kube import kubeconfig
 from secondary_scheduler.kube.client import ApiClient
+from secondary_scheduler.kube.podphase import is_terminal
 from secondary_scheduler.kube.reflector import Reflector
 from secondary_scheduler.kube.store import ObjectStore
 
@@ -81,7 +82,7 @@ class Exporter:
         for pod in self.pods.objects.values():
             spec, metadata = pod.get("spec") or {}, pod.get("metadata") or {}
             node = spec.get("nodeName")
-            if not node or (pod.get("status") or {}).get("phase") in TERMINAL_PHASES:
+            if not node or is_terminal(pod):
                 continue
             key = (metadata.get("namespace", ""), metadata.get("name", ""))
             millicores, memory = pod_usage(pod, self.model.pod_factor)

@@ -16,11 +16,11 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
+from secondary_scheduler.kube.podphase import is_terminal
 from secondary_scheduler.kube.quantity import int_value, milli_value
 
 CPU_ANNOTATION = "load.secsched.io/cpu"
 MEMORY_ANNOTATION = "load.secsched.io/memory"
-TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
 
 @dataclass
@@ -120,7 +120,7 @@ class LoadModel:
             base = self.nodes.get(name, self.default)
             cpu_used = memory_used = 0.0
             for pod in pods_by_node.get(name, []):
-                if pod.get("status", {}).get("phase") in TERMINAL_PHASES:
+                if is_terminal(pod):
                     continue
                 pod_cpu, pod_memory = pod_usage(pod, self.pod_factor)
                 cpu_used += pod_cpu

@@ -39,6 +39,7 @@ from secondary_scheduler.cluster.progress import console, step
 from secondary_scheduler.kube import kubeconfig as kubeconfig_loader
 from secondary_scheduler.kube import manifests
 from secondary_scheduler.kube.client import ApiClient, ApiError, ApiUnavailable
+from secondary_scheduler.kube.wait import poll_until
 
 PROMETHEUS_BINARY = "/usr/bin/prometheus"
 PROVISIONER = "storage-provisioner"
@@ -659,18 +660,24 @@ class LocalCluster:
         names = {manifest["metadata"]["name"] for manifest in manifests}
         async with self.api() as api:
             await create_nodes(api, manifests)
-            deadline = time.monotonic() + timeout
-            while True:
+
+            async def ready() -> set[str]:
                 nodes = (await api.list_all("/api/v1/nodes"))["items"]
-                ready = {node["metadata"]["name"] for node in nodes if is_ready(node)}
-                if names <= ready:
-                    return
-                if time.monotonic() > deadline:
-                    raise ClusterError(
-                        f"{len(names - ready)} of {len(names)} nodes are not Ready after "
+                return {node["metadata"]["name"] for node in nodes if is_ready(node)}
+
+            try:
+                await poll_until(
+                    ready,
+                    lambda found: names <= found,
+                    lambda found: (
+                        f"{len(names - found)} of {len(names)} nodes are not Ready after "
                         f"{timeout:.0f}s; see {self.records['kwok'].log}"
-                    )
-                await asyncio.sleep(0.5)
+                    ),
+                    timeout,
+                    interval=0.5,
+                )
+            except TimeoutError as error:
+                raise ClusterError(str(error)) from None
 
     def _create_nodes(self) -> None:
         if self.options.nodes <= 0:

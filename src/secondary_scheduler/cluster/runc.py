@@ -22,11 +22,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from secondary_scheduler.cluster.hosttools import ensure_commands
+from secondary_scheduler.kube.client import JSON
 
-JSON = dict[str, Any]
 RUNC_ROOT = Path("/run/secsched-runc")
 """runc's state directory for our containers only (so cleanup never touches anyone else's)."""
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"

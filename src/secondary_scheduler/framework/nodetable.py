@@ -29,9 +29,9 @@ from secondary_scheduler.framework.labelcolumn import LabelColumn
 from secondary_scheduler.framework.podinfo import PodInfo
 from secondary_scheduler.framework.resources import CPU_COLUMN, MEMORY_COLUMN, ResourceIndex
 from secondary_scheduler.framework.taints import Taint
+from secondary_scheduler.kube.podphase import is_terminal
 from secondary_scheduler.kube.quantity import resource_value
 
-_TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 _Scalar = TypeVar("_Scalar", bound=np.generic)
 
 
@@ -187,7 +187,7 @@ class NodeTable:
             table.add_node(node)
         for pod in pods:
             info = pod if isinstance(pod, PodInfo) else PodInfo.from_pod(pod)
-            if info.node_name and (info.obj.get("status") or {}).get("phase") not in _TERMINAL_PHASES:
+            if info.node_name and not is_terminal(info.obj):
                 table.add_pod(info, info.node_name)
         return table
 

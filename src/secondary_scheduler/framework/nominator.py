@@ -23,11 +23,10 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from secondary_scheduler.framework.podinfo import PodInfo
+from secondary_scheduler.kube.podphase import TERMINAL_PHASES
 
 if TYPE_CHECKING:
     from secondary_scheduler.framework.handle import Handle
-
-_TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
 
 class Nominator:
@@ -108,7 +107,7 @@ class Nominator:
         gone = (
             kind == "DELETED"
             or spec.get("nodeName")
-            or status.get("phase") in _TERMINAL_PHASES
+            or status.get("phase") in TERMINAL_PHASES
             or (obj.get("metadata") or {}).get("deletionTimestamp")
             or (spec.get("schedulerName") or "default-scheduler") not in self._schedulers
         )

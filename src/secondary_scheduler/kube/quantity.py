@@ -11,20 +11,26 @@ import math
 import re
 from decimal import Decimal, InvalidOperation
 
-_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
-_DECIMAL = {
-    "n": Decimal("1e-9"),
-    "u": Decimal("1e-6"),
-    "m": Decimal("1e-3"),
-    "": Decimal(1),
-    "k": Decimal("1e3"),
-    "M": Decimal("1e6"),
-    "G": Decimal("1e9"),
-    "T": Decimal("1e12"),
-    "P": Decimal("1e15"),
-    "E": Decimal("1e18"),
-}
-_PATTERN = re.compile(r"^([+-]?(?:\d+\.?\d*|\.\d+))((?:[eE][+-]?\d+)|Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?$")
+QUANTITY = re.compile(r"^([+-]?(?:\d+\.?\d*|\.\d+))((?:[eE][+-]?\d+)|Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?$")
+"""resource.Quantity's grammar: a number and a binary (Ki..Ei) or decimal (n..E, eN) suffix."""
+BINARY_EXPONENTS = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
+"""A binary suffix's power of 2."""
+DECIMAL_EXPONENTS = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
+"""A decimal suffix's power of 10 (an ``eN`` suffix is 10**N)."""
+
+
+def quantity_parts(text: str) -> tuple[str, int, int] | None:
+    """(number, radix, exponent) of a quantity as written (the value is number x radix**exponent),
+    or None if ``text`` is not one. The caller decides how far an exponent may go."""
+    match = QUANTITY.match(text)
+    if match is None:
+        return None
+    number, suffix = match.group(1), match.group(2) or ""
+    if suffix in BINARY_EXPONENTS:
+        return number, 2, BINARY_EXPONENTS[suffix]
+    if suffix in DECIMAL_EXPONENTS:
+        return number, 10, DECIMAL_EXPONENTS[suffix]
+    return number, 10, int(suffix[1:])
 
 
 class QuantityError(ValueError):
@@ -43,22 +49,17 @@ def parse_quantity(value: str | int | float) -> Decimal:
 @functools.lru_cache(maxsize=4096)
 def _parse_text(value: str) -> Decimal:
     """Cached: every event about a pod parses its requests again, and clusters use few quantities."""
-    text = value.strip()
-    match = _PATTERN.match(text)
-    if match is None:
+    parts = quantity_parts(value.strip())
+    if parts is None:
         raise QuantityError(
             f"{value!r} is not a Kubernetes quantity (examples: '500m', '2', '1Gi', '512Mi', '1e3')"
         )
-    number, suffix = match.group(1), match.group(2) or ""
+    number, radix, exponent = parts
     try:
         base = Decimal(number)
     except InvalidOperation as error:  # pragma: no cover - the regex already rules this out
         raise QuantityError(f"{value!r} is not a number") from error
-    if suffix in _BINARY:
-        return base * _BINARY[suffix]
-    if suffix in _DECIMAL:
-        return base * _DECIMAL[suffix]
-    return base * (Decimal(10) ** int(suffix[1:]))
+    return base * (Decimal(radix) ** exponent)
 
 
 def milli_value(value: str | int | float) -> int:

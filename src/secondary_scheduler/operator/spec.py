@@ -7,7 +7,6 @@ OpenAPI schema. So the same checks run here, and each message names the field to
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -19,6 +18,7 @@ from secondary_scheduler.apivalidation import (
     INT64_MAX,
     check_resources,
     dns_subdomain_problem,
+    is_dns_subdomain,
     label_value_problem,
     qualified_name_problem,
     quantity_problem,
@@ -136,9 +136,6 @@ class ResourceRequirements(CrModel):
         return self.model_dump(by_alias=True, exclude_none=True)
 
 
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-
-
 class SecondarySchedulerSpec(CrModel):
     management_state: ManagementState | None = None
     log_level: LogLevel = "Normal"
@@ -176,7 +173,7 @@ class SecondarySchedulerSpec(CrModel):
     @field_validator("scheduler_config")
     @classmethod
     def _configmap_name(cls, value: str) -> str:
-        if value and (len(value) > 253 or not _DNS_SUBDOMAIN.match(value)):
+        if value and not is_dns_subdomain(value):
             raise ValueError(
                 f"{value!r} is not a ConfigMap name (lower-case letters, digits, '-' and '.', "
                 "starting and ending with a letter or digit)"

@@ -17,13 +17,13 @@ import logging
 import os
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 from urllib.parse import unquote
 
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from secondary_scheduler.kube.client import JSON
 from secondary_scheduler.scheduler.authcache import ExpiringCache, SingleFlight
 
 log = logging.getLogger(__name__)
@@ -33,7 +33,6 @@ UNAUTHENTICATED = "system:unauthenticated"
 AUTHENTICATED = "system:authenticated"
 CREDENTIAL_ID = "authentication.kubernetes.io/credential-id"
 
-JSON = dict[str, Any]
 Headers = Sequence[tuple[str, str]]
 """A request's headers in order, repeated names repeated (what aiohttp's multidict yields)."""
 

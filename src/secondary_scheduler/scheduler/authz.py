@@ -13,16 +13,16 @@ import enum
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 import orjson
 
+from secondary_scheduler.kube.client import JSON
 from secondary_scheduler.scheduler.authcache import ExpiringCache, SingleFlight
 from secondary_scheduler.scheduler.authn import UserInfo
 
 log = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
 MASTERS = "system:masters"
 
 

@@ -1,8 +1,8 @@
 """Node and pod watch events -> the NodeTable, the scheduling queue and the assumed pods.
 
 Nodes and assigned pods go into the NodeTable (the column-wise state plugins read);
-unassigned pods for one of our profiles go into the scheduling queue (or wait as gated
-while a PreEnqueue plugin keeps them out). Events that may let an unschedulable pod fit
+unassigned pods for one of our profiles go into the scheduling queue (which holds them as
+gated while a PreEnqueue plugin keeps them out). Events that may let an unschedulable pod fit
 (a node added or changed in a way scheduling reads, an assigned pod added, relabelled,
 scaled down or gone) are handed to ``on_event``, which moves back the unschedulable pods
 they can help (see ``framework.events``), as kube-scheduler's event handlers do.
@@ -31,13 +31,12 @@ from secondary_scheduler.framework.nodetable import NodeTable
 from secondary_scheduler.framework.podinfo import PodInfo
 from secondary_scheduler.framework.runtime import Framework
 from secondary_scheduler.kube.client import JSON
+from secondary_scheduler.kube.podphase import is_terminal
 from secondary_scheduler.kube.store import object_key
 from secondary_scheduler.scheduler.assumed import AssumedPods
 from secondary_scheduler.scheduler.queue import SchedulingQueue
 
 log = logging.getLogger(__name__)
-
-TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
 
 def _same_for_scheduling(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
@@ -76,10 +75,6 @@ def _accounting_signature(pod: Mapping[str, Any]) -> tuple[Any, ...]:
     )
 
 
-def _is_terminal(pod: JSON) -> bool:
-    return (pod.get("status") or {}).get("phase") in TERMINAL_PHASES
-
-
 EventSink = Callable[[ClusterEvent, Any, Any], None]
 
 
@@ -111,8 +106,6 @@ class EventHandlers:
             lambda event, old, new: queue.move_all_to_active_or_backoff(event.label)
         )
         self._on_deleted = on_deleted
-        self.gated: dict[str, PodInfo] = {}
-        """Our pods that PreEnqueue keeps out of the queue (scheduling gates)."""
         self.nodes = _Handler(self.replace_nodes, self.node_event)
         self.pods = _Handler(self.replace_pods, self.pod_event)
 
@@ -128,7 +121,7 @@ class EventHandlers:
         if node:
             self._assigned_pod(key, node, pod)
             return
-        if key in self.assumed or _is_terminal(pod) or (pod.get("metadata") or {}).get("deletionTimestamp"):
+        if key in self.assumed or is_terminal(pod) or (pod.get("metadata") or {}).get("deletionTimestamp"):
             return
         scheduler_name = (pod.get("spec") or {}).get("schedulerName") or "default-scheduler"
         framework = self.frameworks.get(scheduler_name)
@@ -140,16 +133,13 @@ class EventHandlers:
             return
         info = PodInfo.from_pod(pod)
         if not framework.run_pre_enqueue(info).is_success:
-            self.gated[key] = info
-            self.queue.delete(key)
+            self.queue.hold(info)
             return
-        self.gated.pop(key, None)
         self.queue.add(info)
 
     def _assigned_pod(self, key: str, node: str, pod: JSON) -> None:
         self.queue.delete(key)
-        self.gated.pop(key, None)
-        if _is_terminal(pod):
+        if is_terminal(pod):
             self._pod_gone(key)
             return
         confirmed = self.assumed.confirm(key)
@@ -175,7 +165,6 @@ class EventHandlers:
 
     def _pod_gone(self, key: str) -> None:
         self.queue.delete(key)
-        self.gated.pop(key, None)
         self.assumed.drop(key)
         removed = self.table.remove_pod(key)
         if removed is not None:
@@ -188,9 +177,9 @@ class EventHandlers:
             for key in list(self.table.pods[slot]):
                 if key not in listed and not self.assumed.still_in_flight(key):
                     self._pod_gone(key)
-        for key in list(self.gated):
+        for key in self.queue.held():
             if key not in listed:
-                self.gated.pop(key)
+                self.queue.delete(key)
         for item in items:
             self.pod_event("ADDED", item)
 

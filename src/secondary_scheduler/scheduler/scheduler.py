@@ -230,7 +230,6 @@ class Scheduler:
     async def _report_pending(self) -> None:
         while True:
             counts = self.queue.counts()
-            counts["gated"] += len(self.handlers.gated)
             for queue_name, count in counts.items():
                 self.metrics.pending_pods.labels(queue_name).set(count)
             await asyncio.sleep(1)

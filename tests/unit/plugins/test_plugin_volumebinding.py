@@ -30,8 +30,8 @@ from secondary_scheduler.framework import CycleState, Framework, Handle, NodeTab
 from secondary_scheduler.framework.events import NODE, ActionType, ClusterEvent
 from secondary_scheduler.framework.informers import PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES
 from secondary_scheduler.framework.status import Code
+from secondary_scheduler.framework.storage.csitranslation import MIGRATED_PLUGINS_ANNOTATION
 from secondary_scheduler.kube.client import ApiClient, ApiError
-from secondary_scheduler.plugins.nodevolumelimits.csitranslation import MIGRATED_PLUGINS_ANNOTATION
 from secondary_scheduler.plugins.registry import in_tree_registry
 from secondary_scheduler.plugins.volumebinding.args import VolumeBindingArgs
 from secondary_scheduler.plugins.volumebinding.binder import (

@@ -22,7 +22,13 @@ from tests.unit.plugins.volumeobjects import (
 )
 
 from secondary_scheduler.framework import CycleState, Handle, NodeTable, PodInfo
-from secondary_scheduler.plugins.nodevolumelimits import NodeVolumeLimits, csi, csitranslation
+from secondary_scheduler.framework.storage import csitranslation
+from secondary_scheduler.framework.storage import volumes as helpers
+from secondary_scheduler.framework.storage.csitranslation import (
+    MIGRATED_PLUGINS_ANNOTATION,
+    translate_pv_topology,
+)
+from secondary_scheduler.plugins.nodevolumelimits import NodeVolumeLimits, csi
 from secondary_scheduler.plugins.nodevolumelimits.csi import (
     INDEX_NAME,
     REASON_MAX_VOLUME_COUNT_EXCEEDED,
@@ -30,11 +36,6 @@ from secondary_scheduler.plugins.nodevolumelimits.csi import (
     VolumeBounds,
     pod_volume_bound,
 )
-from secondary_scheduler.plugins.nodevolumelimits.csitranslation import (
-    MIGRATED_PLUGINS_ANNOTATION,
-    translate_pv_topology,
-)
-from secondary_scheduler.plugins.volumebinding import storagehelpers as helpers
 
 JSON = dict[str, Any]
 DRIVER = "local.secsched.io"

@@ -84,13 +84,15 @@ def test_gated_pods_wait_outside_the_queue_until_their_gates_are_gone() -> None:
     _, queue, _, handlers = setup()
     gated = make_pod("g", schedulingGates=[{"name": "wait"}])
     handlers.pod_event("ADDED", gated)
-    assert "default/g" in handlers.gated and "default/g" not in queue
+    assert queue.held() == ["default/g"] and "default/g" not in queue
+    assert queue.counts()["gated"] == 1
     ungated: dict[str, Any] = {
         **gated,
         "spec": {k: v for k, v in gated["spec"].items() if k != "schedulingGates"},
     }
     handlers.pod_event("MODIFIED", ungated)
-    assert "default/g" not in handlers.gated and "default/g" in queue
+    assert queue.held() == [] and "default/g" in queue
+    assert queue.counts()["gated"] == 0
 
 
 def test_a_deleted_assigned_pod_frees_its_room() -> None:
@@ -170,3 +172,11 @@ def test_a_terminating_pod_is_re_read() -> None:
     )
     slot = table.slot_of("n1")
     assert slot is not None and table.pods[slot]["default/t"].terminating
+
+
+def test_a_relist_without_a_gated_pod_stops_holding_it() -> None:
+    """The queue is the one owner of gated pods: a relist that no longer shows one drops it there."""
+    _, queue, _, handlers = setup()
+    handlers.pod_event("ADDED", make_pod("g", schedulingGates=[{"name": "wait"}]))
+    handlers.replace_pods([make_pod("other")])
+    assert queue.held() == [] and queue.counts()["gated"] == 0 and "default/other" in queue

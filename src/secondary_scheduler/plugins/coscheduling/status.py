@@ -34,7 +34,7 @@ from typing import Any
 from secondary_scheduler.framework.aliases import KubeObject
 from secondary_scheduler.framework.handle import Handle
 from secondary_scheduler.framework.informers import Informer
-from secondary_scheduler.kube.client import ApiClient, ApiError, resource_path
+from secondary_scheduler.kube.client import JSON, ApiClient, ApiError, resource_path
 from secondary_scheduler.kube.reflector import Reflector
 from secondary_scheduler.kube.store import object_key
 from secondary_scheduler.plugins.coscheduling.podgroup import (
@@ -57,7 +57,6 @@ GIVE_UP_SECONDS = 48 * 3600.0
 """Upstream stops reconciling a group whose scheduling started this long after its creation."""
 RETRY_SECONDS = 1.0
 
-JSON = dict[str, Any]
 _COUNTERS = ("running", "succeeded", "failed")
 
 

@@ -68,9 +68,9 @@ from secondary_scheduler.framework.interface import (
 from secondary_scheduler.framework.nodetable import NodeTable
 from secondary_scheduler.framework.podinfo import PodInfo
 from secondary_scheduler.framework.status import SKIP, SUCCESS, Status
+from secondary_scheduler.framework.storage import csitranslation
+from secondary_scheduler.framework.storage import volumes as helpers
 from secondary_scheduler.kube.store import object_key
-from secondary_scheduler.plugins.nodevolumelimits import csitranslation
-from secondary_scheduler.plugins.volumebinding import storagehelpers as helpers
 
 REASON_MAX_VOLUME_COUNT_EXCEEDED = "node(s) exceed max volume count"
 INDEX_NAME = "NodeVolumeLimits"

@@ -32,14 +32,14 @@ from secondary_scheduler.framework.aliases import BoolArray, IntArray, KubeObjec
 from secondary_scheduler.framework.informers import Informer
 from secondary_scheduler.framework.labels import LabelSelector
 from secondary_scheduler.framework.nodetable import NodeTable
-from secondary_scheduler.kube.client import ApiClient, ApiError, ApiUnavailable, resource_path
-from secondary_scheduler.plugins.nodevolumelimits import csitranslation
-from secondary_scheduler.plugins.volumebinding import storagehelpers as helpers
-from secondary_scheduler.plugins.volumebinding.storagehelpers import (
+from secondary_scheduler.framework.storage import csitranslation
+from secondary_scheduler.framework.storage import volumes as helpers
+from secondary_scheduler.framework.storage.volumes import (
     ANN_SELECTED_NODE,
     NOT_SUPPORTED_PROVISIONER,
     VolumeNodeAffinity,
 )
+from secondary_scheduler.kube.client import ApiClient, ApiError, ApiUnavailable, resource_path
 
 REASON_BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
 REASON_NODE_CONFLICT = "node(s) didn't match PersistentVolume's node affinity"

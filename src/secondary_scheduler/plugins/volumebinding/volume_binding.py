@@ -59,8 +59,8 @@ from secondary_scheduler.framework.interface import (
 from secondary_scheduler.framework.nodetable import NodeTable
 from secondary_scheduler.framework.podinfo import PodInfo
 from secondary_scheduler.framework.status import SKIP, SUCCESS, Status
-from secondary_scheduler.plugins.nodevolumelimits.csitranslation import MIGRATED_PLUGINS_ANNOTATION
-from secondary_scheduler.plugins.volumebinding import storagehelpers as helpers
+from secondary_scheduler.framework.storage import volumes as helpers
+from secondary_scheduler.framework.storage.csitranslation import MIGRATED_PLUGINS_ANNOTATION
 from secondary_scheduler.plugins.volumebinding.args import VolumeBindingArgs
 from secondary_scheduler.plugins.volumebinding.binder import (
     REASON_BIND_CONFLICT,

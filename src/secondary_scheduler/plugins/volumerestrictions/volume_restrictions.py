@@ -44,7 +44,7 @@ from secondary_scheduler.framework.interface import (
 from secondary_scheduler.framework.nodetable import NodeTable
 from secondary_scheduler.framework.podinfo import PodInfo
 from secondary_scheduler.framework.status import SKIP, SUCCESS, Status
-from secondary_scheduler.plugins.volumebinding import storagehelpers as helpers
+from secondary_scheduler.framework.storage import volumes as helpers
 
 REASON_DISK_CONFLICT = "node(s) had no available disk"
 REASON_READ_WRITE_ONCE_POD_CONFLICT = (

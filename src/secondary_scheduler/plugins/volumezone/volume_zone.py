@@ -39,7 +39,7 @@ from secondary_scheduler.framework.interface import (
 from secondary_scheduler.framework.nodetable import NodeTable
 from secondary_scheduler.framework.podinfo import PodInfo
 from secondary_scheduler.framework.status import SKIP, SUCCESS, Code, Status
-from secondary_scheduler.plugins.volumebinding import storagehelpers as helpers
+from secondary_scheduler.framework.storage import volumes as helpers
 
 REASON_CONFLICT = "node(s) had no available volume zone"
 
