@@ -3,9 +3,11 @@
 
 Stand-alone (the bench sections need a cluster; this needs none): it generates the week in memory
 (seeded), replays it once per example profile over generated nodes, and prints one line per profile
-with the wall time, the decisions and decisions per second, plus the machine and the date, for the
-docs/benchmarks.md entry. The generator's own time is included (it streams the records as the
-replay consumes them) and measured apart first.
+with the wall and CPU time, the decisions and decisions per second, plus the machine, the date and
+the load. The trace is streamed from the generator as the replay consumes it, as `secsched replay`
+streams a trace file, so the generator's time is part of each replay's; it is also measured alone
+first (wall and CPU), and each line says what the replay took without it (its CPU less the
+generator's). ``--docs`` writes the results as the `replay` section of docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -13,24 +15,42 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime
-import os
-import platform
 import time
-from pathlib import Path
+from dataclasses import dataclass
 
+from bench.machine import REPOSITORY, git_commit, load_average, machine
+from bench.report import number, table, write
 from secondary_scheduler.config import load_config
 from secondary_scheduler.plugins.registry import catalog_of, load_registry
 from secondary_scheduler.replay.cluster import NodeShape, StartingCluster
 from secondary_scheduler.replay.engine import ProfileReplay, ReplayOptions
 from secondary_scheduler.replay.generate import FleetOptions, FleetTrace
+from secondary_scheduler.replay.report import ProfileResult
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "replay"
+EXAMPLES = REPOSITORY / "examples" / "replay"
 PROFILES = (
     "targetloadpacking.yaml",
     "loadvariationriskbalancing.yaml",
     "lowriskovercommitment.yaml",
     "default.yaml",
 )
+NODE_SHAPE = "32,128Gi"
+DOCS = REPOSITORY / "docs" / "benchmarks.md"
+SECTION = "replay"
+
+
+@dataclass(frozen=True)
+class Run:
+    """One profile's replay of the week."""
+
+    config: str
+    result: ProfileResult
+    cpu_seconds: float
+    loads: tuple[float, float]
+    """The 1-minute load average before and after it."""
+
+    def per_cpu_second(self, less: float = 0.0) -> float:
+        return self.result.decisions / max(self.cpu_seconds - less, 1e-9)
 
 
 def main() -> None:
@@ -40,36 +60,99 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--profile", action="append", help="example config(s) to replay (default: all four)")
+    parser.add_argument("--docs", action="store_true", help=f"write the results to {DOCS.name}")
     args = parser.parse_args()
     registry = load_registry()
     fleet = FleetTrace(FleetOptions(vms=args.vms, days=args.days, seed=args.seed))
-    started = time.perf_counter()
+    host = machine()
+    started_at = datetime.datetime.now(datetime.UTC)
+    wall, cpu = time.perf_counter(), time.process_time()
     records = sum(1 for _ in fleet.records())
-    generating = time.perf_counter() - started
+    generating_wall, generating_cpu = time.perf_counter() - wall, time.process_time() - cpu
+    print(f"# {started_at:%Y-%m-%d %H:%M} UTC, commit {git_commit()}: {host.describe()}")
     print(
-        f"# {datetime.datetime.now().isoformat(timespec='minutes')} on {platform.node()}: "
-        f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
-        f"Python {platform.python_version()}"
+        f"# trace: {args.vms:,} VMs over {args.days:g} days (seed {args.seed}): {records:,} records, "
+        f"generated alone in {generating_wall:.1f} s wall, {generating_cpu:.1f} s CPU; "
+        f"cluster: {args.nodes:,} nodes of {NODE_SHAPE}"
     )
-    print(
-        f"# trace: {args.vms} VMs over {args.days:g} days (seed {args.seed}): {records:,} records, "
-        f"generated alone in {generating:.1f} s; cluster: {args.nodes} nodes of 32 cores, 128Gi"
-    )
-    cluster = StartingCluster.generated(args.nodes, NodeShape.parse("32,128Gi"))
+    cluster = StartingCluster.generated(args.nodes, NodeShape.parse(NODE_SHAPE))
+    runs: list[Run] = []
     for name in args.profile or PROFILES:
         path = EXAMPLES / name
         config = load_config(path.read_text(), str(path), catalog=catalog_of(registry)).config
         for profile in config.profiles:
             engine = ProfileReplay(profile, config, registry, cluster, ReplayOptions(seed=args.seed))
+            load_before = load_average()
             cpu = time.process_time()
             result = asyncio.run(engine.run(fleet.records()))
-            cpu = time.process_time() - cpu
+            run = Run(name, result, time.process_time() - cpu, (load_before, load_average()))
+            runs.append(run)
             print(
-                f"{name}: {result.seconds:.1f} s wall ({cpu:.1f} s CPU), {result.decisions:,} decisions, "
-                f"{result.decisions_per_second:,.0f}/s wall, {result.decisions / cpu:,.0f}/s CPU; "
+                f"{name}: {result.seconds:.1f} s wall ({run.cpu_seconds:.1f} s CPU), "
+                f"{result.decisions:,} decisions, {result.decisions_per_second:,.0f}/s wall, "
+                f"{run.per_cpu_second():,.0f}/s CPU ({run.per_cpu_second(generating_cpu):,.0f}/s CPU "
+                f"without the generator); load {run.loads[0]:.2f} -> {run.loads[1]:.2f}; "
                 f"node-minutes over target {result.node_minutes_over_target:,.0f}, "
                 f"p99 node CPU {result.p99_node_cpu:.0%}, nodes in use {result.mean_nodes_in_use:,.0f}"
             )
+    if args.docs:
+        write(DOCS, {SECTION: section(args, host.describe(), started_at, records, generating_cpu, runs)}, [])
+        print(f"# written to {DOCS}")
+
+
+def section(
+    args: argparse.Namespace,
+    host: str,
+    started_at: datetime.datetime,
+    records: int,
+    generating_cpu: float,
+    runs: list[Run],
+) -> str:
+    rows = [
+        [
+            f"`{run.config}`",
+            number(run.result.decisions),
+            number(run.result.seconds, 1),
+            number(run.cpu_seconds, 1),
+            number(run.result.decisions_per_second),
+            number(run.per_cpu_second()),
+            number(run.per_cpu_second(generating_cpu)),
+            f"{run.loads[0]:.2f} → {run.loads[1]:.2f}",
+        ]
+        for run in runs
+    ]
+    command = "python -m bench.replay --docs" + "".join(
+        f" --profile {run.config}" for run in runs if args.profile
+    )
+    return f"""## Replay speed
+
+`{command}` on {started_at:%Y-%m-%d %H:%M} UTC (commit {git_commit()}), on {host}: a generated
+week ({args.vms:,} VMs over {args.days:g} days, seed {args.seed}: {records:,} records, whose
+generation alone took {generating_cpu:.1f} s of CPU) replayed over {args.nodes:,} generated nodes of
+{NODE_SHAPE}, once per example profile (`examples/replay/`). Issue 37's target: at least 500
+decisions per second at 1,000 nodes. Wall seconds depend on what else ran on the machine (the
+1-minute load average, before → after each replay); CPU seconds much less so. The trace is streamed
+from the generator as the replay reads it (as `secsched replay` streams a file), so the generator's
+CPU is in each replay's; the last column leaves it out.
+
+{
+        table(
+            [
+                "profile",
+                "decisions",
+                "wall s",
+                "CPU s",
+                "decisions / wall s",
+                "decisions / CPU s",
+                "decisions / CPU s without the generator",
+                "load",
+            ],
+            rows,
+            "lrrrrrrr",
+        )
+    }
+Where a replay's time goes and what was done about it: [replay.md](replay.md#speed).
+"""
 
 
 if __name__ == "__main__":

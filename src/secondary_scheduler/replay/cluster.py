@@ -251,17 +251,10 @@ class ClusterLoad:
 
     def cpu_utilization(self) -> FloatArray:
         """Per node, CPU in use over capacity (1.0 = every core busy; may exceed 1 when overcommitted)."""
-        return np.divide(
-            self.cpu_used, self.cpu_capacity, out=np.zeros_like(self.cpu_used), where=self.cpu_capacity > 0
-        )
+        return _utilization(self.cpu_used, self.cpu_capacity)
 
     def memory_utilization(self) -> FloatArray:
-        return np.divide(
-            self.memory_used,
-            self.memory_capacity,
-            out=np.zeros_like(self.memory_used),
-            where=self.memory_capacity > 0,
-        )
+        return _utilization(self.memory_used, self.memory_capacity)
 
     def _off_node(self, slot: int) -> None:
         index = int(self._pod_node[slot])
@@ -277,6 +270,13 @@ class ClusterLoad:
         self._pod_cpu = np.concatenate([self._pod_cpu, np.zeros(size)])
         self._pod_memory = np.concatenate([self._pod_memory, np.zeros(size)])
         self._free.extend(range(2 * size - 1, size - 1, -1))
+
+
+def _utilization(used: FloatArray, capacity: FloatArray) -> FloatArray:
+    """``used / capacity``, 0 where there is no capacity (taken on every scrape and measurement)."""
+    if capacity.all():
+        return used / capacity
+    return np.divide(used, capacity, out=np.zeros_like(used), where=capacity > 0)
 
 
 def requests_of(requests: Mapping[str, str]) -> tuple[float, float]:

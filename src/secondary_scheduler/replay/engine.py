@@ -242,45 +242,56 @@ class ProfileReplay:
         self, records: Iterable[TraceRecord], progress: Callable[[float], None] | None, passes: FullPasses
     ) -> float:
         """``run``'s loop; returns the last record's time."""
-        self.metrics.sample()
+        if self.metrics.providers:  # else no plugin reads metrics: nothing to scrape
+            self.metrics.sample()
+            self.agenda.add(self.options.metrics.scrape_interval, Kind.SAMPLE)
         self.measures.tick(self.clock.now)
-        self.agenda.add(self.options.metrics.scrape_interval, Kind.SAMPLE)
         self.agenda.add(self.options.measure_interval, Kind.MEASURE)
         last_pass = time.perf_counter()
-        end = 0.0
-        stream = iter(records)
-        upcoming = next(stream, None)
-        while upcoming is not None:
-            now = upcoming.t
-            await self._agenda_until(now, Kind.ARRIVAL)
-            self._advance(now)
-            end = now
-            samples: list[UsageSample] = []
-            while upcoming is not None and upcoming.t == now:
-                if type(upcoming) is UsageSample:
-                    samples.append(upcoming)
-                else:
-                    assert type(upcoming) is PodArrival
-                    if samples:  # the samples before it first: it may be sampled again after it arrives
-                        self.load.apply(samples)
-                        samples = []
-                    self._arrive(upcoming)
-                upcoming = next(stream, None)
-            if samples:
-                self.load.apply(samples)
-            await self._agenda_until(now, Kind.QUEUE, inclusive=True)
-            await self._drain()
-            if progress is not None:
-                progress(now)
-            if time.perf_counter() - last_pass >= FULL_PASS_INTERVAL_SECONDS:
-                passes.full_pass()
-                last_pass = time.perf_counter()
+        now: float | None = None
+        samples: list[UsageSample] = []
+        for record in records:
+            if record.t != now:
+                if now is not None:
+                    await self._instant_done(now, samples, progress)
+                    samples = []
+                    if time.perf_counter() - last_pass >= FULL_PASS_INTERVAL_SECONDS:
+                        passes.full_pass()
+                        last_pass = time.perf_counter()
+                    if record.t < now:
+                        raise ReplayError(f"trace records go back in time, from t={now} to t={record.t}")
+                now = record.t
+                await self._agenda_until(now, Kind.ARRIVAL)
+                self._advance(now)
+            if type(record) is UsageSample:
+                samples.append(record)
+            else:
+                assert type(record) is PodArrival
+                if samples:  # the samples before it first: it may be sampled again after it arrives
+                    self.load.apply(samples)
+                    samples = []
+                self._arrive(record)
+        end = 0.0 if now is None else now
+        if now is not None:
+            await self._instant_done(now, samples, progress)
         await self._agenda_until(end, Kind.QUEUE, inclusive=True)
         self._advance(end)
         self.measures.tick(end)
         for task in self._holding:
             task.cancel()
         return end
+
+    async def _instant_done(
+        self, now: float, samples: list[UsageSample], progress: Callable[[float], None] | None
+    ) -> None:
+        """The trace's records at ``now`` are read: its last samples, the agenda's other events at it,
+        then the queue's turn."""
+        if samples:
+            self.load.apply(samples)
+        await self._agenda_until(now, Kind.QUEUE, inclusive=True)
+        await self._drain()
+        if progress is not None:
+            progress(now)
 
     # -- the loop ---------------------------------------------------------------------------------
     async def _agenda_until(self, moment: float, kind: Kind, *, inclusive: bool = False) -> None:

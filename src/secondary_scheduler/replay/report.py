@@ -15,6 +15,7 @@ exceeds it). The measures:
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -170,23 +171,27 @@ class Measures:
         cpu = self.load.cpu_utilization()
         in_use = self.load.in_use()
         over = cpu > self.target
-        saturated = cpu > SATURATED
         vms = self.load.pod_count
-        self.node_minutes_over_target += int(over.sum()) * minutes
-        self.vm_minutes_over_target += int(vms[over].sum()) * minutes
-        self.vm_minutes_over_saturation += int(vms[saturated].sum()) * minutes
+        nodes_over = int(np.count_nonzero(over))
+        self.node_minutes_over_target += nodes_over * minutes
+        if nodes_over:
+            self.vm_minutes_over_target += int(vms[over].sum()) * minutes
+        saturated = cpu > SATURATED
+        if saturated.any():
+            self.vm_minutes_over_saturation += int(vms[saturated].sum()) * minutes
         used = cpu[in_use]
         if len(used):
             bins = np.minimum((used / BIN_WIDTH).astype(np.int64), BINS - 1)
             self.histogram += np.bincount(bins, minlength=BINS) * minutes
             self.max_cpu = max(self.max_cpu, float(used.max()))
-            self._spread_sum += float(used.std())
+            mean = float(used.mean())
+            self._spread_sum += math.sqrt(max(float(np.dot(used, used)) / len(used) - mean * mean, 0.0))
         self._in_use_sum += len(used)
         self._ticks += 1
         self.heat.add(now, cpu)
         self._times.append(now)
         self._in_use.append(len(used))
-        self._over.append(int(over.sum()))
+        self._over.append(nodes_over)
 
     def result(
         self,
