@@ -9,7 +9,7 @@ import click
 from secondary_scheduler.cli.errors import read_input
 from secondary_scheduler.cli.plugin_option import plugin_option
 from secondary_scheduler.config import ConfigError, Problem, dump_config_yaml, load_config
-from secondary_scheduler.plugins.registry import Registry, catalog_of
+from secondary_scheduler.plugins.registry import Registry, broken_plugins_enabled, catalog_of
 from secondary_scheduler.safeyaml import MAX_CONFIG_BYTES
 
 
@@ -48,6 +48,12 @@ def validate(registry: Registry, file: str) -> None:
         click.echo(f"{error.source}: {count} error{'s' if count != 1 else ''}", err=True)
         sys.exit(1)
     _report("warning", "yellow", result.warnings, result.source)
+    enabled = [(p.scheduler_name, name) for p in result.config.profiles for name in p.enabled_plugins()]
+    broken = broken_plugins_enabled(registry, enabled)
+    if broken:  # an installed plugin package that cannot be imported: only its profiles fail
+        for message in broken:
+            click.echo(f"{click.style('error', fg='red', bold=True)}: {result.source}: {message}", err=True)
+        sys.exit(1)
     click.echo(f"# Effective configuration of {result.source}, defaults filled in")
     click.echo(dump_config_yaml(result.config), nl=False)
 

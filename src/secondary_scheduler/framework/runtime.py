@@ -10,14 +10,20 @@ nominated to a node counted on it is ``framework.nominated_filter``.
 Filters run vectorised: each filter plugin sees only the candidates every earlier filter
 accepted, so a rejected node's reasons come from the first plugin that rejected it, as in
 kube-scheduler.
+
+A plugin's fault (an exception, or a result of the wrong shape) is that pod's Error status in
+kube-scheduler's words (``running Score plugins: plugin "X" failed with: ...``): the scheduler
+reports it on the pod and goes on with the next one. The traceback is logged at -v=4, once per
+plugin, extension point and kind of fault, so a plugin failing for every pod does not flood the log.
 """
 
 from __future__ import annotations
 
+import logging
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -30,6 +36,7 @@ from secondary_scheduler.framework.handle import Handle
 from secondary_scheduler.framework.interface import (
     BindPlugin,
     CycleState,
+    FilterError,
     FilterPlugin,
     PermitPlugin,
     Plugin,
@@ -54,6 +61,8 @@ from secondary_scheduler.framework.scores import MAX_NODE_SCORE, MIN_NODE_SCORE
 from secondary_scheduler.framework.status import SUCCESS, Code, Status
 
 MAX_PERMIT_TIMEOUT = 15 * 60.0
+
+log = logging.getLogger(__name__)
 
 _Kind = TypeVar("_Kind", bound=Plugin)
 
@@ -124,6 +133,7 @@ class Framework:
         self.score_weights = {
             name: weight or 1 for name, weight in profile.plugins.get(ExtensionPoint.SCORE, ())
         }
+        self._logged_faults: set[tuple[str, str, str]] = set()
         self._registrations = {name: plugin.events_to_register() for name, plugin in self._instances.items()}
         """Plugin -> the cluster events that can undo its rejections (None: any), asked once."""
         if len(self.queue_sort_plugins) > 1:
@@ -132,6 +142,21 @@ class Framework:
     @property
     def scheduler_name(self) -> str:
         return self.profile.scheduler_name
+
+    def _fault(self, point: str, plugin: str, error: Exception) -> str:
+        """A plugin's exception in words; its traceback logged (at -v=4) the first time this
+        plugin fails this way at this point."""
+        key = (point, plugin, type(error).__name__)
+        if key not in self._logged_faults:
+            self._logged_faults.add(key)
+            log.debug("plugin %s failed at %s (logged once)", plugin, point, exc_info=error)
+        return _describe(error)
+
+    def _status_of(self, point: str, plugin: str, result: Any) -> Status:
+        """A plugin's Status, or an Error if it returned something else."""
+        if isinstance(result, Status):
+            return result
+        return Status.error(_wrong_result(point, plugin, result, "a Status"))
 
     def _plugins_at(self, point: ExtensionPoint, kind: type[_Kind]) -> list[_Kind]:
         """The plugins enabled at ``point``, in order; a plugin enabled at several points is built once."""
@@ -146,7 +171,15 @@ class Framework:
                         f"profile {self.scheduler_name!r}: unknown plugin {name!r} (known: {known})"
                     )
                 args = validated_args(plugin_class, self.profile.plugin_args.get(name))
-                plugin = plugin_class(args, self.handle)
+                try:
+                    plugin = plugin_class(args, self.handle)
+                except ValueError:
+                    raise  # the plugin refuses its args: its message says why
+                except Exception as error:
+                    log.debug("initializing plugin %s", name, exc_info=error)
+                    raise ValueError(
+                        f'profile {self.scheduler_name!r}: initializing plugin "{name}": {_describe(error)}'
+                    ) from error
                 self._instances[name] = plugin
             if not isinstance(plugin, kind):
                 raise ValueError(
@@ -175,7 +208,13 @@ class Framework:
     def run_pre_enqueue(self, pod: PodInfo) -> Status:
         """Whether the pod may enter the active queue (e.g. no scheduling gates left)."""
         for plugin in self.pre_enqueue_plugins:
-            status = plugin.pre_enqueue(pod)
+            try:
+                status = self._status_of("PreEnqueue", plugin.name, plugin.pre_enqueue(pod))
+            except Exception as error:
+                status = Status.error(self._fault("PreEnqueue", plugin.name, error))
+            if status.code == Code.ERROR:
+                message = f'running PreEnqueue plugin "{plugin.name}": {status.message}'
+                return Status.error(message).with_plugin(plugin.name)
             if not status.is_success:
                 return status.with_plugin(plugin.name)
         return SUCCESS
@@ -190,7 +229,10 @@ class Framework:
         """Every PreFilter, in order; an unresolvable rejection stops at once, a resolvable one at the end."""
         rejection = SUCCESS
         for plugin in self.pre_filter_plugins:
-            status = plugin.pre_filter(state, pod, table)
+            try:
+                status = self._status_of("PreFilter", plugin.name, plugin.pre_filter(state, pod, table))
+            except Exception as error:
+                status = Status.error(self._fault("PreFilter", plugin.name, error))
             if status.is_skip:
                 state.skip_filter_plugins.add(plugin.name)
             elif status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
@@ -199,7 +241,7 @@ class Framework:
                 rejection = status.with_plugin(plugin.name)
             elif not status.is_success:
                 return Status.error(
-                    f"running PreFilter plugin {plugin.name!r}: {status.message}"
+                    f'running PreFilter plugin "{plugin.name}": {status.message}'
                 ).with_plugin(plugin.name)
         return rejection
 
@@ -220,13 +262,12 @@ class Framework:
             if not len(remaining):
                 break
             rejected_here = False
-            for rejection in plugin.filter(state, pod, table, remaining):
-                mask = np.asarray(rejection.mask, dtype=np.bool_)
+            for mask, reason, is_unresolvable in self._rejections(plugin, state, pod, table, remaining):
                 hit = np.flatnonzero(mask) if positions is None else positions[mask]
                 if len(hit):
                     rejected_by[hit] = index
-                    unresolvable[hit] |= rejection.unresolvable
-                    rejections.append((hit, rejection.reason))
+                    unresolvable[hit] |= is_unresolvable
+                    rejections.append((hit, reason))
                     rejected_here = True
             if rejected_here:
                 positions = np.flatnonzero(rejected_by < 0)
@@ -242,13 +283,44 @@ class Framework:
                 continue
             reasons: list[str] = []
             unresolvable = False
-            for rejection in plugin.filter(state, pod, table, candidates):
-                if bool(np.asarray(rejection.mask, dtype=np.bool_)[0]):
-                    reasons.append(rejection.reason)
-                    unresolvable |= rejection.unresolvable
+            try:
+                found = self._rejections(plugin, state, pod, table, candidates)
+            except FilterError as error:
+                return Status.error(str(error)).with_plugin(plugin.name)
+            for mask, reason, is_unresolvable in found:
+                if bool(mask[0]):
+                    reasons.append(reason)
+                    unresolvable |= is_unresolvable
             if reasons:
                 return Status.unschedulable(*reasons, unresolvable=unresolvable).with_plugin(plugin.name)
         return SUCCESS
+
+    def _rejections(
+        self, plugin: FilterPlugin, state: CycleState, pod: PodInfo, table: NodeTable, candidates: Slots
+    ) -> list[tuple[BoolArray, str, bool]]:
+        """The plugin's rejections as (mask, reason, unresolvable), each checked; a fault is a
+        FilterError reading `running "X" filter plugin: ...` (a FilterError of its own passes as is)."""
+        found = []
+        try:
+            for rejection in plugin.filter(state, pod, table, candidates):
+                mask = np.asarray(rejection.mask, dtype=np.bool_)
+                if mask.shape != (len(candidates),) or not isinstance(rejection.reason, str):
+                    raise FilterError(
+                        f'running "{plugin.name}" filter plugin: '
+                        + _wrong_result(
+                            "Filter",
+                            plugin.name,
+                            rejection,
+                            f"Rejections with a mask of {len(candidates)} nodes",
+                        )
+                    )
+                found.append((mask, rejection.reason, bool(rejection.unresolvable)))
+        except FilterError:
+            raise
+        except Exception as error:
+            fault = self._fault("Filter", plugin.name, error)
+            raise FilterError(f'running "{plugin.name}" filter plugin: {fault}') from error
+        return found
 
     def diagnose(
         self,
@@ -339,11 +411,21 @@ class Framework:
         messages: list[str] = []
         nominated: str | None = None
         for plugin in self.post_filter_plugins:
-            status, nominated_node = plugin.post_filter(state, pod, table, diagnosis)
+            try:
+                result = plugin.post_filter(state, pod, table, diagnosis)
+                if not _pair_of(result, Status, str | None):
+                    raise TypeError(
+                        _wrong_result("PostFilter", plugin.name, result, "(Status, node name or None)")
+                    )
+                status, nominated_node = result
+            except Exception as error:
+                fault = self._fault("PostFilter", plugin.name, error)
+                message = f'running PostFilter plugin "{plugin.name}": {fault}'
+                return Status.error(message).with_plugin(plugin.name), None
             if status.is_success:
                 return Status.unschedulable(*status.reasons), nominated_node
             if not status.is_rejected:
-                message = f"running PostFilter plugin {plugin.name!r}: {status.message}"
+                message = f'running PostFilter plugin "{plugin.name}": {status.message}'
                 return Status.error(message).with_plugin(plugin.name), None
             if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
                 return Status.unschedulable(*status.reasons), nominated_node
@@ -358,11 +440,16 @@ class Framework:
     ) -> Status:
         """Every PreScore; Skip skips the plugin's Score for this cycle, anything else fails it."""
         for pre_score in self.pre_score_plugins:
-            status = pre_score.pre_score(state, pod, table, nodes)
+            try:
+                status = self._status_of(
+                    "PreScore", pre_score.name, pre_score.pre_score(state, pod, table, nodes)
+                )
+            except Exception as error:
+                status = Status.error(self._fault("PreScore", pre_score.name, error))
             if status.is_skip:
                 state.skip_score_plugins.add(pre_score.name)
             elif not status.is_success:
-                message = f"running PreScore plugin {pre_score.name!r}: {status.message}"
+                message = f'running PreScore plugin "{pre_score.name}": {status.message}'
                 return Status.error(message).with_plugin(pre_score.name)
         return SUCCESS
 
@@ -388,15 +475,28 @@ class Framework:
                     zeros = np.zeros(len(nodes), dtype=np.int64)
                     explained.append(PluginScores(plugin.name, weight, zeros, zeros, skipped=True))
                 continue
-            raw = np.asarray(plugin.score(state, pod, table, nodes), dtype=np.int64)
+            try:
+                raw = self._scores("Score", plugin.name, plugin.score(state, pod, table, nodes), len(nodes))
+            except Exception as error:
+                fault = self._fault("Score", plugin.name, error)
+                message = f'running Score plugins: plugin "{plugin.name}" failed with: {fault}'
+                return totals, Status.error(message).with_plugin(plugin.name)
             # Normalize may work in place: the raw scores are kept apart only to be explained.
             given = raw.copy() if explain else raw
-            normalized = np.asarray(plugin.normalize(state, pod, given), dtype=np.int64)
+            try:
+                normalized = self._scores(
+                    "NormalizeScore", plugin.name, plugin.normalize(state, pod, given), len(nodes)
+                )
+            except Exception as error:
+                fault = self._fault("NormalizeScore", plugin.name, error)
+                message = f'running Normalize on Score plugins: plugin "{plugin.name}" failed with: {fault}'
+                return totals, Status.error(message).with_plugin(plugin.name)
             if len(normalized) and (normalized.min() < MIN_NODE_SCORE or normalized.max() > MAX_NODE_SCORE):
                 out_of_range = normalized[(normalized < MIN_NODE_SCORE) | (normalized > MAX_NODE_SCORE)]
                 message = (
-                    f"plugin {plugin.name!r} returns an invalid score {int(out_of_range[0])}, "
-                    f"it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing"
+                    f'applying score defaultWeights on Score plugins: plugin "{plugin.name}" returns an '
+                    f"invalid score {int(out_of_range[0])}, it should in the range of "
+                    f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing"
                 )
                 return totals, Status.error(message).with_plugin(plugin.name)
             totals += normalized * weight
@@ -404,29 +504,62 @@ class Framework:
                 explained.append(PluginScores(plugin.name, weight, raw, normalized))
         return totals, SUCCESS
 
+    @staticmethod
+    def _scores(point: str, plugin: str, result: Any, count: int) -> IntArray:
+        """A Score or NormalizeScore result: one integer per node, or a TypeError saying what came."""
+        try:
+            scores = np.asarray(result, dtype=np.int64)
+        except (TypeError, ValueError, OverflowError) as error:
+            raise TypeError(_wrong_result(point, plugin, result, f"{count} integer scores")) from error
+        if scores.shape != (count,):
+            raise TypeError(_wrong_result(point, plugin, result, f"{count} integer scores"))
+        return scores
+
     # -- Reserve, Permit ----------------------------------------------------------------------
     def run_reserve_plugins_reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         """Reserve plugins, once the pod is assumed on its node; a failure is undone by the unreserve."""
         for plugin in self.reserve_plugins:
-            status = plugin.reserve(state, pod, node_name)
+            try:
+                status = self._status_of("Reserve", plugin.name, plugin.reserve(state, pod, node_name))
+            except Exception as error:
+                status = Status.error(self._fault("Reserve", plugin.name, error))
             if not status.is_success:
-                return status.with_plugin(plugin.name)
+                return _named_failure(status, "Reserve", plugin.name)
         return SUCCESS
 
     def run_reserve_plugins_unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
         """Undo Reserve in reverse order, when any later step fails."""
         for plugin in reversed(self.reserve_plugins):
-            plugin.unreserve(state, pod, node_name)
+            try:
+                plugin.unreserve(state, pod, node_name)
+            except Exception as error:  # nothing to report it on: log it, and undo the others still
+                log.error(
+                    'running Unreserve plugin "%s" for pod %s: %s',
+                    plugin.name,
+                    pod.key,
+                    self._fault("Unreserve", plugin.name, error),
+                )
 
     def run_permit_plugins(self, state: CycleState, pod: PodInfo, node_name: str) -> PermitResult:
         """Every Permit; a rejection stops them, a Wait is collected with its (capped) timeout."""
         timeouts: dict[str, float] = {}
         for plugin in self.permit_plugins:
-            status, timeout = plugin.permit(state, pod, node_name)
+            try:
+                result = plugin.permit(state, pod, node_name)
+                if not _pair_of(result, Status, int | float):
+                    raise TypeError(
+                        _wrong_result("Permit", plugin.name, result, "(Status, timeout in seconds)")
+                    )
+                status, timeout = result
+            except Exception as error:
+                message = (
+                    f'running Permit plugin "{plugin.name}": {self._fault("Permit", plugin.name, error)}'
+                )
+                return PermitResult(Status.error(message).with_plugin(plugin.name))
             if status.code == Code.WAIT:
                 timeouts[plugin.name] = min(timeout, MAX_PERMIT_TIMEOUT)
             elif not status.is_success:
-                return PermitResult(status.with_plugin(plugin.name))
+                return PermitResult(_named_failure(status, "Permit", plugin.name))
         if timeouts:
             return PermitResult(Status(Code.WAIT), timeouts)
         return PermitResult(SUCCESS)
@@ -439,7 +572,10 @@ class Framework:
         keeps the plugin's own message.
         """
         for plugin in self.pre_bind_plugins:
-            status = await plugin.pre_bind(state, pod, node_name)
+            try:
+                status = self._status_of("PreBind", plugin.name, await plugin.pre_bind(state, pod, node_name))
+            except Exception as error:
+                status = Status.error(self._fault("PreBind", plugin.name, error))
             if not status.is_success:
                 return _named_failure(status, "PreBind", plugin.name)
         return SUCCESS
@@ -447,7 +583,10 @@ class Framework:
     async def run_bind_plugins(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         """The first bind plugin not returning Skip binds the pod (a binder extender came first)."""
         for plugin in self.bind_plugins:
-            status = await plugin.bind(state, pod, node_name)
+            try:
+                status = self._status_of("Bind", plugin.name, await plugin.bind(state, pod, node_name))
+            except Exception as error:
+                status = Status.error(self._fault("Bind", plugin.name, error))
             if status.is_skip:
                 continue
             if not status.is_success:
@@ -457,7 +596,34 @@ class Framework:
 
     def run_post_bind_plugins(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
         for post_bind in self.post_bind_plugins:
-            post_bind.post_bind(state, pod, node_name)
+            try:
+                post_bind.post_bind(state, pod, node_name)
+            except Exception as error:  # the pod is bound: log it, as upstream's PostBind returns nothing
+                fault = self._fault("PostBind", post_bind.name, error)
+                log.error('running PostBind plugin "%s" for pod %s: %s', post_bind.name, pod.key, fault)
+
+
+def _describe(error: BaseException) -> str:
+    """An exception as one line: its type (a bare KeyError's text is only the key) and text."""
+    text = str(error)
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def _pair_of(result: Any, first: Any, second: Any) -> bool:
+    """Whether ``result`` is a 2-tuple of those types (what PostFilter and Permit return)."""
+    return (
+        isinstance(result, tuple)
+        and len(result) == 2
+        and isinstance(result[0], first)
+        and isinstance(result[1], second)
+    )
+
+
+def _wrong_result(point: str, plugin: str, result: Any, expected: str) -> str:
+    shown = repr(result)
+    if len(shown) > 120:
+        shown = shown[:117] + "..."
+    return f'{point} of plugin "{plugin}" returned {type(result).__name__} {shown}, not {expected}'
 
 
 def _named_failure(status: Status, point: str, plugin: str) -> Status:

@@ -11,6 +11,11 @@ like ours.
 There is no process-wide registry: each command builds one with ``load_registry`` (the
 ``--plugin`` option does it: ``cli.plugin_option``) and hands it down, the catalog to the
 config loader and the registry to the framework, as kube-scheduler's ``app.WithPlugin``.
+
+An installed package whose entry point cannot be used (it fails to import, or its class is
+not a usable plugin) does not stop every command: its name resolves to a stand-in that fails,
+naming the package, only where a profile enables it (building the profile's framework, and
+``config validate`` through ``broken_plugins_enabled``).
 """
 
 from __future__ import annotations
@@ -18,10 +23,26 @@ from __future__ import annotations
 import importlib
 from collections.abc import Iterable, Mapping
 from importlib.metadata import EntryPoint, entry_points
+from typing import Any, ClassVar
 
 from secondary_scheduler.config.base import ConfigModel
 from secondary_scheduler.config.plugin_catalog import PluginCatalog, PluginSpec
-from secondary_scheduler.framework.interface import Plugin
+from secondary_scheduler.framework.handle import Handle
+from secondary_scheduler.framework.interface import (
+    BindPlugin,
+    FilterPlugin,
+    PermitPlugin,
+    Plugin,
+    PostBindPlugin,
+    PostFilterPlugin,
+    PreBindPlugin,
+    PreEnqueuePlugin,
+    PreFilterPlugin,
+    PreScorePlugin,
+    QueueSortPlugin,
+    ReservePlugin,
+    ScorePlugin,
+)
 from secondary_scheduler.plugins.coscheduling.plugin import Coscheduling
 from secondary_scheduler.plugins.defaultbinder.default_binder import DefaultBinder
 from secondary_scheduler.plugins.defaultpreemption.plugin import DefaultPreemption
@@ -86,6 +107,50 @@ class PluginLoadError(Exception):
     """A plugin that cannot be used: the message names where it came from and the fix."""
 
 
+REQUIRED_METHODS: dict[type[Plugin], tuple[str, ...]] = {
+    QueueSortPlugin: ("less",),
+    PreEnqueuePlugin: ("pre_enqueue",),
+    PreFilterPlugin: ("pre_filter",),
+    FilterPlugin: ("filter",),
+    PostFilterPlugin: ("post_filter",),
+    PreScorePlugin: ("pre_score",),
+    ScorePlugin: ("score",),
+    ReservePlugin: ("reserve", "unreserve"),
+    PermitPlugin: ("permit",),
+    PreBindPlugin: ("pre_bind",),
+    BindPlugin: ("bind",),
+    PostBindPlugin: ("post_bind",),
+}
+"""What each extension-point base leaves to the plugin (its own raises NotImplementedError)."""
+
+
+class BrokenPlugin(Plugin):
+    """Stand-in for an installed plugin that cannot be used: building it raises why."""
+
+    load_error: ClassVar[str] = ""
+
+    def __init__(self, args: Any, handle: Handle) -> None:
+        raise PluginLoadError(self.load_error)
+
+
+def _stand_in(name: str, error: PluginLoadError) -> type[Plugin]:
+    """A plugin called ``name`` that may be enabled at any point but queueSort (its real points
+    are unknown: it could not be imported) and fails, with ``error``, when a profile builds it."""
+    bases = tuple(base for base in REQUIRED_METHODS if base is not QueueSortPlugin)
+    return type(f"Broken{name}", (BrokenPlugin, *bases), {"name": name, "load_error": str(error)})
+
+
+def unimplemented_methods(plugin: type[Plugin]) -> list[str]:
+    """The methods an extension-point base of ``plugin`` requires that it does not define."""
+    return [
+        f"{method}() of {base.__name__}"
+        for base, methods in REQUIRED_METHODS.items()
+        if issubclass(plugin, base)
+        for method in methods
+        if getattr(plugin, method) is getattr(base, method)
+    ]
+
+
 def in_tree_registry() -> Registry:
     return {plugin.name: plugin for plugin in IN_TREE}
 
@@ -104,6 +169,12 @@ def check_plugin(candidate: object, origin: str) -> type[Plugin]:
         raise PluginLoadError(
             f"{origin}: {name} implements no extension point: subclass at least one of "
             "pluginapi's *Plugin bases (FilterPlugin, ScorePlugin, ...)"
+        )
+    missing = unimplemented_methods(candidate)
+    if missing:
+        raise PluginLoadError(
+            f"{origin}: {name} does not define {', '.join(missing)}: define it, or drop that base "
+            "if the plugin does not run at that extension point"
         )
     model = candidate.args_model
     if model is not None and not (isinstance(model, type) and issubclass(model, ConfigModel)):
@@ -181,11 +252,26 @@ def load_registry(plugin_paths: Iterable[str] = ()) -> Registry:
     (``--plugin``). Each command calls it once, at start, and hands the result down."""
     registry = in_tree_registry()
     for entry in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda entry: entry.name):
-        plugin = _load_entry_point(entry)
+        try:
+            plugin = _load_entry_point(entry)
+        except PluginLoadError as error:  # fails only the profiles that enable it
+            plugin = _stand_in(entry.name, error)
         merge(registry, [plugin], _entry_point_origin(entry))
     for path in plugin_paths:
         merge(registry, [load_plugin_path(path)], f"--plugin={path}")
     return registry
+
+
+def broken_plugins_enabled(
+    registry: Mapping[str, type[Plugin]], enabled: Iterable[tuple[str, str]]
+) -> list[str]:
+    """Why each (profile, plugin) of ``enabled`` whose plugin is a broken installed one cannot run."""
+    problems = []
+    for profile, name in enabled:
+        plugin = registry.get(name)
+        if isinstance(plugin, type) and issubclass(plugin, BrokenPlugin):
+            problems.append(f"profile {profile!r} enables {plugin.load_error}")
+    return problems
 
 
 def catalog_of(registry: Mapping[str, type[Plugin]]) -> PluginCatalog:

@@ -201,7 +201,7 @@ def test_scores_out_of_range_are_an_error() -> None:
     fw = framework({"score": [("Recorder", 1)]})
     result = schedule_pod(fw, pod_info("p"), numbered_nodes(12))
     assert result.status.code == Code.ERROR
-    assert "'Recorder' returns an invalid score 110" in result.message
+    assert '"Recorder" returns an invalid score 110' in result.message
 
 
 def test_a_node_reports_only_the_first_plugin_that_rejected_it() -> None:
