@@ -1,0 +1,565 @@
+"""The structured-parameters allocator of kube-scheduler 1.34, for one node at a time.
+
+Upstream (``k8s.io/dynamic-resource-allocation/structured``) with 1.34's default gates:
+prioritized lists (``firstAvailable``) and admin access on; partitionable devices, device
+taints, consumable capacity and binding conditions off (refused here, see ``pools``).
+The search is upstream's depth-first backtracking: claims in order, requests in order, for
+each device of a request the pools, slices and devices in order; the first complete
+assignment wins. A device already allocated (to a claim in the cluster or to one this
+scheduler assumed) is skipped unless the request asks for admin access; constraints
+(``matchAttribute``) are checked as devices are added and undone on backtracking.
+
+``allocate`` returns one AllocationResult (as the API spells it) per claim, or None when the
+claims do not fit on the node; it raises AllocationError where upstream returns an error
+(a CEL selector failing, a missing class, an invalid pool).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from secondary_scheduler.framework.aliases import KubeObject
+from secondary_scheduler.plugins.dynamicresources.cel_env import (
+    Selector,
+    SelectorError,
+    compiled,
+    device_variable,
+)
+from secondary_scheduler.plugins.dynamicresources.pools import (
+    AllocationError,
+    Pool,
+    UnsupportedFeature,
+    gather_pools,
+)
+
+ALLOCATION_RESULTS_MAX_SIZE = 32
+"""resourceapi.AllocationResultsMaxSize: devices one claim may get."""
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceID:
+    driver: str
+    pool: str
+    device: str
+
+    def __str__(self) -> str:
+        return f"{self.driver}/{self.pool}/{self.device}"
+
+
+def allocated_device_ids(claim: KubeObject) -> list[DeviceID]:
+    """The devices an allocated claim holds (admin-access ones excluded: they do not block others)."""
+    results = (((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results")
+    return [
+        DeviceID(str(r.get("driver")), str(r.get("pool")), str(r.get("device")))
+        for r in results or ()
+        if not r.get("adminAccess")
+    ]
+
+
+class SelectorResults:
+    """Selector verdicts per device, kept across cycles while the slice object stays the same.
+
+    A verdict depends only on the expression and the device's driver, attributes and capacity,
+    so it holds until the slice changes (the informer then holds a new object).
+    """
+
+    def __init__(self) -> None:
+        self._by_slice: dict[str, tuple[KubeObject, dict[int, Any], dict[tuple[str, int], bool]]] = {}
+
+    def matches(self, selector: Selector, slice_obj: KubeObject, index: int) -> bool:
+        name = str((slice_obj.get("metadata") or {}).get("name", ""))
+        entry = self._by_slice.get(name)
+        if entry is None or entry[0] is not slice_obj:
+            entry = (slice_obj, {}, {})
+            self._by_slice[name] = entry
+        _, variables, verdicts = entry
+        key = (selector.expression, index)
+        verdict = verdicts.get(key)
+        if verdict is None:
+            variable = variables.get(index)
+            if variable is None:
+                spec = slice_obj.get("spec") or {}
+                variable = device_variable(str(spec.get("driver", "")), spec["devices"][index])
+                variables[index] = variable
+            verdict = selector.matches(variable)
+            verdicts[key] = verdict
+        return verdict
+
+    def forget(self, live: Iterable[str]) -> None:
+        """Drop the entries of slices that are gone."""
+        keep = set(live)
+        for name in [name for name in self._by_slice if name not in keep]:
+            del self._by_slice[name]
+
+
+@dataclass
+class _Request:
+    """One request, or one subrequest of a ``firstAvailable`` list (upstream's requestData)."""
+
+    claim_index: int
+    name: str
+    parent: str | None
+    spec: Mapping[str, Any]
+    device_class: KubeObject
+    count: int = 0
+    all_devices: list[tuple[DeviceID, KubeObject, int]] | None = None
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.parent}/{self.name}" if self.parent else self.name
+
+    @property
+    def admin_access(self) -> bool:
+        return bool(self.spec.get("adminAccess")) and self.parent is None
+
+
+@dataclass
+class _Constraint:
+    requests: frozenset[str]
+    attribute: str
+    value: tuple[str, Any] | None = None
+    count: int = 0
+
+    def applies(self, request: _Request) -> bool:
+        if not self.requests:
+            return True
+        if request.parent is None:
+            return request.name in self.requests
+        return request.parent in self.requests or request.full_name in self.requests
+
+    def add(self, request: _Request, device_id: DeviceID, device: Mapping[str, Any]) -> bool:
+        if not self.applies(request):
+            return True
+        value = _lookup_attribute(device, device_id, self.attribute)
+        if value is None:
+            return False
+        if self.count == 0:
+            self.value, self.count = value, 1
+            return True
+        if value != self.value:
+            return False
+        self.count += 1
+        return True
+
+    def remove(self, request: _Request) -> None:
+        if self.applies(request):
+            self.count -= 1
+
+
+def _lookup_attribute(device: Mapping[str, Any], device_id: DeviceID, name: str) -> tuple[str, Any] | None:
+    attributes = device.get("attributes") or {}
+    attribute = attributes.get(name)
+    if attribute is None:
+        domain, sep, ident = name.partition("/")
+        if not sep or domain != device_id.driver:
+            return None
+        attribute = attributes.get(ident)
+        if attribute is None:
+            return None
+    for kind in ("string", "int", "bool", "version"):
+        if kind in attribute:
+            return (kind, attribute[kind])
+    return None
+
+
+@dataclass
+class _Chosen:
+    request: _Request
+    device_id: DeviceID
+    slice_obj: KubeObject
+
+
+@dataclass
+class _Search:
+    claims: Sequence[KubeObject]
+    pools: list[Pool]
+    allocated: frozenset[DeviceID] | set[DeviceID]
+    selector_results: SelectorResults
+    requests: list[list[list[_Request]]] = field(default_factory=list)
+    """Per claim, per request: its alternatives (one, or the subrequests in order)."""
+    constraints: list[list[_Constraint]] = field(default_factory=list)
+    allocating: dict[DeviceID, set[int]] = field(default_factory=dict)
+    chosen: list[list[_Chosen]] = field(default_factory=list)
+    picked: dict[tuple[int, int], _Request] = field(default_factory=dict)
+
+    def in_use(self, device_id: DeviceID) -> bool:
+        return device_id in self.allocated or bool(self.allocating.get(device_id))
+
+    def selectable(self, request: _Request, slice_obj: KubeObject, index: int) -> bool:
+        for owner, selectors in (
+            (
+                f"class {_name(request.device_class)}",
+                (request.device_class.get("spec") or {}).get("selectors"),
+            ),
+            (f"claim {_claim_key(self.claims[request.claim_index])}", request.spec.get("selectors")),
+        ):
+            for number, selector in enumerate(selectors or ()):
+                expression = (selector.get("cel") or {}).get("expression")
+                program = compiled(str(expression))
+                if isinstance(program, SelectorError):
+                    raise AllocationError(f"{owner}: selector #{number}: {program}")
+                try:
+                    if not self.selector_results.matches(program, slice_obj, index):
+                        return False
+                except SelectorError as error:
+                    raise AllocationError(f"{owner}: selector #{number}: {error}") from error
+        return True
+
+    def devices(self) -> Iterable[tuple[DeviceID, KubeObject, int]]:
+        for pool in self.pools:
+            if pool.invalid_reason is not None:
+                raise AllocationError(f"pool {pool.name} is invalid: {pool.invalid_reason}")
+            for slice_obj in pool.slices:
+                for index, device in enumerate((slice_obj.get("spec") or {}).get("devices") or ()):
+                    yield DeviceID(pool.driver, pool.name, str(device.get("name", ""))), slice_obj, index
+
+    # -- the depth-first search (upstream's allocateOne) -------------------------------------
+    def allocate_claim(self, claim_index: int) -> bool:
+        if claim_index == len(self.claims):
+            return True
+        return self.allocate_request(claim_index, 0)
+
+    def allocate_request(self, claim_index: int, request_index: int) -> bool:
+        alternatives = self.requests[claim_index]
+        if request_index == len(alternatives):
+            return self.allocate_claim(claim_index + 1)
+        for request in alternatives[request_index]:
+            if len(self.chosen[claim_index]) + request.count > ALLOCATION_RESULTS_MAX_SIZE:
+                continue  # upstream: this subrequest would exceed the claim's limit, try the next
+            if request.all_devices is not None and not request.all_devices:
+                return False  # All mode and no device: upstream gives up on the request
+            if self.allocate_device(request, request_index, 0):
+                self.picked[(claim_index, request_index)] = request
+                return True
+        return False
+
+    def allocate_device(self, request: _Request, request_index: int, device_index: int) -> bool:
+        claim_index = request.claim_index
+        if device_index >= request.count:
+            return self.allocate_request(claim_index, request_index + 1)
+        if request.all_devices is not None:
+            device_id, slice_obj, index = request.all_devices[device_index]
+            undo = self.take(request, device_id, slice_obj, index, must=True)
+            if undo is None:
+                return False
+            if self.allocate_device(request, request_index, device_index + 1):
+                return True
+            undo()
+            return False
+        for device_id, slice_obj, index in self.devices():
+            if request.admin_access:
+                if claim_index in self.allocating.get(device_id, ()):
+                    continue
+            elif self.in_use(device_id):
+                continue
+            if not self.selectable(request, slice_obj, index):
+                continue
+            undo = self.take(request, device_id, slice_obj, index, must=False)
+            if undo is None:
+                continue
+            if self.allocate_device(request, request_index, device_index + 1):
+                return True
+            undo()
+        return False
+
+    def take(
+        self, request: _Request, device_id: DeviceID, slice_obj: KubeObject, index: int, must: bool
+    ) -> Callable[[], None] | None:
+        claim_index = request.claim_index
+        if request.admin_access and claim_index in self.allocating.get(device_id, ()):
+            return None
+        if not request.admin_access and self.in_use(device_id):
+            return None
+        device = ((slice_obj.get("spec") or {}).get("devices") or [])[index]
+        constraints = self.constraints[claim_index]
+        for position, constraint in enumerate(constraints):
+            if not constraint.add(request, device_id, device):
+                if must:
+                    raise AllocationError(
+                        f"claim {_claim_key(self.claims[claim_index])}, request {request.name}: cannot add "
+                        f"device {device_id} because a claim constraint would not be satisfied"
+                    )
+                for earlier in constraints[:position]:
+                    earlier.remove(request)
+                return None
+        self.allocating.setdefault(device_id, set()).add(claim_index)
+        self.chosen[claim_index].append(_Chosen(request, device_id, slice_obj))
+
+        def undo() -> None:
+            for constraint in constraints:
+                constraint.remove(request)
+            self.allocating[device_id].discard(claim_index)
+            self.chosen[claim_index].pop()
+
+        return undo
+
+
+def _name(obj: KubeObject) -> str:
+    return str((obj.get("metadata") or {}).get("name", ""))
+
+
+def _claim_key(claim: KubeObject) -> str:
+    metadata = claim.get("metadata") or {}
+    return f"{metadata.get('namespace', '')}/{metadata.get('name', '')}"
+
+
+_GATED_REQUEST_FIELDS = {
+    "capacity": "DRAConsumableCapacity",
+    "tolerations": "DRADeviceTaints",
+}
+
+
+def check_claim(claim: KubeObject) -> None:
+    """Refuse a claim that uses a field of a gate 1.34 leaves off, naming it."""
+    devices = (claim.get("spec") or {}).get("devices") or {}
+    where = f"ResourceClaim {_claim_key(claim)}"
+    for index, request in enumerate(devices.get("requests") or ()):
+        variants = [(f"spec.devices.requests[{index}].exactly", request.get("exactly") or {})]
+        variants += [
+            (f"spec.devices.requests[{index}].firstAvailable[{sub}]", subrequest)
+            for sub, subrequest in enumerate(request.get("firstAvailable") or ())
+        ]
+        for path, spec in variants:
+            for key, gate in _GATED_REQUEST_FIELDS.items():
+                if spec.get(key):
+                    raise UnsupportedFeature(
+                        f"{where} sets {path}.{key}, which needs the {gate} feature gate that kube-scheduler "
+                        "1.34 leaves off; this scheduler does not implement it"
+                    )
+    for index, constraint in enumerate(devices.get("constraints") or ()):
+        if constraint.get("distinctAttribute"):
+            raise UnsupportedFeature(
+                f"{where} sets spec.devices.constraints[{index}].distinctAttribute, which needs the "
+                "DRAConsumableCapacity feature gate that kube-scheduler 1.34 leaves off; "
+                "this scheduler does not implement it"
+            )
+
+
+class Allocator:
+    """Allocates a set of claims on one node at a time, over a fixed view of the cluster."""
+
+    def __init__(
+        self,
+        claims: Sequence[KubeObject],
+        classes: Callable[[str], KubeObject | None],
+        slices: Sequence[KubeObject],
+        allocated: set[DeviceID] | frozenset[DeviceID],
+        selector_results: SelectorResults,
+    ) -> None:
+        for claim in claims:
+            check_claim(claim)
+        self.claims = claims
+        self.classes = classes
+        self.slices = slices
+        self.allocated = allocated
+        self.selector_results = selector_results
+
+    def allocate(self, node: KubeObject) -> list[dict[str, Any]] | None:
+        """One AllocationResult per claim if they all fit on ``node``, else None."""
+        pools = gather_pools(self.slices, node)
+        search = _Search(self.claims, pools, self.allocated, self.selector_results)
+        for claim_index, claim in enumerate(self.claims):
+            search.requests.append(self._requests(search, claim_index, claim))
+            search.constraints.append(self._constraints(claim))
+            search.chosen.append([])
+        if not search.allocate_claim(0):
+            return None
+        return [self._result(search, index, claim, node) for index, claim in enumerate(self.claims)]
+
+    def _requests(self, search: _Search, claim_index: int, claim: KubeObject) -> list[list[_Request]]:
+        result: list[list[_Request]] = []
+        needed = 0
+        for request in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or ():
+            name = str(request.get("name", ""))
+            subrequests = request.get("firstAvailable") or ()
+            if subrequests:
+                alternatives = [
+                    self._request(search, claim_index, claim, str(sub.get("name", "")), name, sub)
+                    for sub in subrequests
+                ]
+            else:
+                alternatives = [
+                    self._request(search, claim_index, claim, name, None, request.get("exactly") or {})
+                ]
+            fewest = min(alternative.count for alternative in alternatives)
+            if fewest > ALLOCATION_RESULTS_MAX_SIZE - needed:
+                raise AllocationError(
+                    f"claim {_claim_key(claim)}, request {name}: adding {fewest} devices exceeds the claim "
+                    f"limit of {ALLOCATION_RESULTS_MAX_SIZE}, with {needed} already accounted for"
+                )
+            needed += fewest
+            result.append(alternatives)
+        return result
+
+    def _request(
+        self,
+        search: _Search,
+        claim_index: int,
+        claim: KubeObject,
+        name: str,
+        parent: str | None,
+        spec: Mapping[str, Any],
+    ) -> _Request:
+        label = f"claim {_claim_key(claim)}, request {name}"
+        for number, selector in enumerate(spec.get("selectors") or ()):
+            if not (selector.get("cel") or {}).get("expression"):
+                raise AllocationError(
+                    f"{label}, selector #{number}: CEL expression empty (unsupported selector type?)"
+                )
+        class_name = str(spec.get("deviceClassName") or "")
+        if not class_name:
+            raise AllocationError(f"{label}: missing device class name (unsupported request type?)")
+        device_class = self.classes(class_name)
+        if device_class is None:
+            raise AllocationError(
+                f"{label}: could not retrieve device class {class_name}: "
+                f'deviceclass.resource.k8s.io "{class_name}" not found'
+            )
+        request = _Request(claim_index, name, parent, spec, device_class)
+        mode = spec.get("allocationMode") or "ExactCount"
+        if mode == "ExactCount":
+            request.count = int(spec.get("count") or 1)
+        elif mode == "All":
+            request.all_devices = []
+            for pool in search.pools:
+                if pool.incomplete:
+                    raise AllocationError(
+                        f"{label}: asks for all devices, but resource pool {pool.pool_id} "
+                        "is currently being updated"
+                    )
+                if pool.invalid_reason is not None:
+                    raise AllocationError(
+                        f"{label}: asks for all devices, but resource pool {pool.pool_id} "
+                        "is currently invalid"
+                    )
+                for slice_obj in pool.slices:
+                    for index, device in enumerate((slice_obj.get("spec") or {}).get("devices") or ()):
+                        if search.selectable(request, slice_obj, index):
+                            device_id = DeviceID(pool.driver, pool.name, str(device.get("name", "")))
+                            request.all_devices.append((device_id, slice_obj, index))
+            request.count = len(request.all_devices)
+        else:
+            raise AllocationError(f"{label}: unsupported count mode {mode}")
+        return request
+
+    @staticmethod
+    def _constraints(claim: KubeObject) -> list[_Constraint]:
+        constraints = []
+        for index, constraint in enumerate(
+            ((claim.get("spec") or {}).get("devices") or {}).get("constraints") or ()
+        ):
+            attribute = constraint.get("matchAttribute")
+            if not attribute:
+                raise AllocationError(
+                    f"claim {_claim_key(claim)}, constraint #{index}: "
+                    "empty constraint (unsupported constraint type?)"
+                )
+            constraints.append(_Constraint(frozenset(constraint.get("requests") or ()), str(attribute)))
+        return constraints
+
+    def _result(
+        self, search: _Search, claim_index: int, claim: KubeObject, node: KubeObject
+    ) -> dict[str, Any]:
+        results = []
+        for chosen in search.chosen[claim_index]:
+            entry: dict[str, Any] = {
+                "request": chosen.request.full_name,
+                "driver": chosen.device_id.driver,
+                "pool": chosen.device_id.pool,
+                "device": chosen.device_id.device,
+            }
+            if chosen.request.admin_access:
+                entry["adminAccess"] = True
+            results.append(entry)
+        devices: dict[str, Any] = {"results": results}
+        config = self._config(search, claim_index, claim)
+        if config:
+            devices["config"] = config
+        allocation: dict[str, Any] = {"devices": devices}
+        selector = _node_selector(
+            search.chosen[claim_index], str((node.get("metadata") or {}).get("name", ""))
+        )
+        if selector is not None:
+            allocation["nodeSelector"] = selector
+        return allocation
+
+    @staticmethod
+    def _config(search: _Search, claim_index: int, claim: KubeObject) -> list[dict[str, Any]]:
+        """Class configs (once per class, listing every request that used it), then the claim's own."""
+        config: list[dict[str, Any]] = []
+        by_class: dict[str, tuple[int, int]] = {}
+        picked = [search.picked[(claim_index, index)] for index in range(len(search.requests[claim_index]))]
+        for request in picked:
+            class_name = _name(request.device_class)
+            if class_name in by_class:
+                start, end = by_class[class_name]
+                for position in range(start, end):
+                    config[position]["requests"].append(request.full_name)
+                continue
+            start = len(config)
+            for entry in (request.device_class.get("spec") or {}).get("config") or ():
+                config.append(
+                    {"source": "FromClass", "requests": [request.full_name], **_without(entry, "requests")}
+                )
+            by_class[class_name] = (start, len(config))
+        for entry in ((claim.get("spec") or {}).get("devices") or {}).get("config") or ():
+            names = list(entry.get("requests") or ())
+            from_claim = {"source": "FromClaim", "requests": names, **_without(entry, "requests")}
+            if not names:
+                config.append({"source": "FromClaim", **_without(entry, "requests")})
+                continue
+            for request in picked:
+                base = request.parent or request.name
+                if base in names or (request.parent is not None and request.full_name in names):
+                    config.append(dict(from_claim))
+        return config
+
+
+def _without(entry: Mapping[str, Any], key: str) -> dict[str, Any]:
+    return {k: v for k, v in entry.items() if k != key}
+
+
+def _node_selector(chosen: Sequence[_Chosen], node_name: str) -> dict[str, Any] | None:
+    """Where the allocation is usable: the node itself for node-local slices, else the slices' selectors."""
+    fields: list[Mapping[str, Any]] = []
+    expressions: list[Mapping[str, Any]] = []
+    for item in chosen:
+        spec = item.slice_obj.get("spec") or {}
+        if spec.get("nodeName"):
+            return {
+                "nodeSelectorTerms": [
+                    {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node_name]}]}
+                ]
+            }
+        selector = spec.get("nodeSelector")
+        if selector is None:
+            continue
+        terms = selector.get("nodeSelectorTerms") or []
+        if len(terms) > 1:
+            raise AllocationError(
+                f"create NodeSelector: unsupported ResourceSlice.NodeSelector with {len(terms)} terms"
+            )
+        if terms:
+            _merge(terms[0].get("matchFields") or (), fields)
+            _merge(terms[0].get("matchExpressions") or (), expressions)
+    if not fields and not expressions:
+        return None
+    term: dict[str, Any] = {}
+    if expressions:
+        term["matchExpressions"] = expressions
+    if fields:
+        term["matchFields"] = fields
+    return {"nodeSelectorTerms": [term]}
+
+
+def _merge(new: Iterable[Mapping[str, Any]], into: list[Mapping[str, Any]]) -> None:
+    for requirement in new:
+        if not any(
+            old.get("key") == requirement.get("key")
+            and old.get("operator") == requirement.get("operator")
+            and set(old.get("values") or ()) == set(requirement.get("values") or ())
+            for old in into
+        ):
+            into.append(requirement)
