@@ -6,7 +6,7 @@ make a prediction meaningless is refused at load with the field named, not clamp
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
@@ -18,6 +18,8 @@ DEFAULT_COMPARABLE_BY = (
     "instancetype.kubevirt.io/instancetype",
     "vm.kubevirt.io/flavor",
     "kubevirt.io/size",
+    "kubevirt.io/cluster-instancetype-name",
+    "kubevirt.io/instancetype-name",
 )
 """Labels, then annotations, naming a VM's instance type or flavour (KubeVirt's and common
 templates'); pods without them are compared by their controller (ReplicaSet, StatefulSet...)."""
@@ -25,8 +27,13 @@ templates'); pods without them are compared by their controller (ReplicaSet, Sta
 
 class LoadAwarePackingArgs(TrimaranArgs):
     target_utilization: int = Field(70, gt=0, le=100)
-    """Percent of a node's CPU to pack to, counting its predicted peak; nodes that would cross it
-    come after every node that would not."""
+    """Percent of a node's CPU, counting its predicted peak, that no node should cross: nodes that
+    would cross it come after every node that would not."""
+    scoring_strategy: Literal["Balance", "PackToTarget"] = "Balance"
+    """Balance: among the nodes that stay under the target, the lowest predicted peak wins (VMs
+    with daily waves and unknown levels: packing to the target at placement time left nodes over it
+    at every daily peak in replay, docs/loadaware.md). PackToTarget: the highest predicted peak that
+    stays under the target wins (fewer nodes in use; for steady loads)."""
     hard_threshold: int | None = Field(None, gt=0, le=100)
     """Filter: keep pods off nodes whose predicted peak with the pod exceeds this percent.
     Unset (the default, as Koordinator's usageThresholds): the Filter rejects nothing."""
@@ -45,8 +52,9 @@ class LoadAwarePackingArgs(TrimaranArgs):
     multiplier); a pod with a CPU limit is predicted at most its limit."""
     default_requests: ResourceList = Field(default_factory=lambda: {"cpu": "1000m"})
     """The CPU predicted for a pod that requests none (only cpu is read)."""
-    learning_rate: float = Field(0.3, gt=0, le=1)
-    """Weight of each new observation of a class's use per request (exponential average)."""
+    learning_rate: float = Field(0.1, gt=0, le=1)
+    """How fast a class forgets: at each lesson its pooled sums of use seen and of requests are
+    multiplied by (1 - learningRate) before the lesson is added."""
     burst_window: GoDuration = Field(30.0, ge=0)
     """Pods placed this recently get burstMargin on top of their estimate: the queue is placing
     their like right now and nothing about them has been measured."""
@@ -54,7 +62,9 @@ class LoadAwarePackingArgs(TrimaranArgs):
     seasonal: bool = True
     """Remember each node's hourly use by hour of day and of week, and add the rise the next
     seasonalHorizon held in the previous days (weeks)."""
-    seasonal_horizon: GoDuration = Field(7200.0, gt=0, le=86400.0)
+    seasonal_horizon: GoDuration = Field(86400.0, gt=0, le=86400.0)
+    """How far ahead the seasonal rise looks: a day (the default) scores each node by its daily peak,
+    which a long-lived VM placed at night will meet."""
 
     @model_validator(mode="before")
     @classmethod

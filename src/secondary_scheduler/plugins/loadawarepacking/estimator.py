@@ -76,6 +76,9 @@ class UsageEstimator:
         self._names: list[str] = ["(none)"]
         self._ratio: FloatArray = np.full(8, np.nan)
         """Class id -> learned use per request; NaN while unlearned."""
+        self._seen_millis: FloatArray = np.zeros(8)
+        self._seen_requests: FloatArray = np.zeros(8)
+        """Class id -> decayed sums of the use seen and of the requests it was seen for."""
         self._shapes: dict[str, tuple[PodInfo, PodShape]] = {}
         self.observations = 0
         """Lessons learned so far (also the version of the lookups below)."""
@@ -143,8 +146,11 @@ class UsageEstimator:
         """A node rose by ``observed_millis`` once ``members`` were fully measured: share it out.
 
         The rise is split in proportion to the current estimates (so a group of one class
-        teaches that class exactly; a mixed group scales every class by the same factor), and
-        each class's ratio moves towards what its pods were seen to use.
+        teaches that class exactly; a mixed group scales every class by the same factor). A
+        class's ratio is pooled: the use seen over the requests it was seen for, both sums
+        decayed by (1 - learningRate) at each lesson. One step is noisy (other pods move the
+        node too); pooling weighs a lesson by the CPU it is about, so a big group teaches more
+        than a small one, where an average of per-lesson ratios swung with every small VM.
         """
         shapes = list(members)
         if not shapes:
@@ -160,10 +166,12 @@ class UsageEstimator:
         rate = self.args.learning_rate
         for class_id in set(ids.tolist()):
             mine = ids == class_id
-            seen = scale * float(predicted[mine].sum() / requests[mine].sum())
-            seen = min(max(seen, _MIN_RATIO), _MAX_RATIO)
-            old = self._ratio[class_id]
-            self._ratio[class_id] = seen if math.isnan(old) else (1 - rate) * old + rate * seen
+            keep = 0.0 if math.isnan(self._ratio[class_id]) else 1.0 - rate
+            seen, asked = scale * float(predicted[mine].sum()), float(requests[mine].sum())
+            self._seen_millis[class_id] = keep * self._seen_millis[class_id] + seen
+            self._seen_requests[class_id] = keep * self._seen_requests[class_id] + asked
+            pooled = self._seen_millis[class_id] / self._seen_requests[class_id]
+            self._ratio[class_id] = min(max(pooled, _MIN_RATIO), _MAX_RATIO)
         self.observations += 1
 
     def describe(self, shape: PodShape) -> str:
@@ -185,5 +193,8 @@ class UsageEstimator:
             class_id = self._ids[key] = len(self._names)
             self._names.append(key)
             if class_id >= len(self._ratio):
-                self._ratio = np.concatenate([self._ratio, np.full(len(self._ratio), np.nan)])
+                extra = len(self._ratio)
+                self._ratio = np.concatenate([self._ratio, np.full(extra, np.nan)])
+                self._seen_millis = np.concatenate([self._seen_millis, np.zeros(extra)])
+                self._seen_requests = np.concatenate([self._seen_requests, np.zeros(extra)])
         return class_id

@@ -30,7 +30,8 @@ from secondary_scheduler.plugins.loadawarepacking.notes import LoadAwareNote
 from secondary_scheduler.plugins.loadawarepacking.scoring import (
     over_threshold,
     predicted_percent,
-    score_predicted,
+    score_balanced,
+    score_packed,
 )
 from secondary_scheduler.plugins.loadawarepacking.telemetry import (
     NO_METRICS_ESTIMATED,
@@ -104,7 +105,11 @@ class LoadAwarePacking(TrimaranPlugin, ScorePlugin, FilterPlugin):
 
     def score(self, state: CycleState, pod: PodInfo, table: NodeTable, nodes: Slots) -> IntArray:
         prediction = self.predict(pod, table, nodes)
-        scores = score_predicted(prediction.percent, float(self.args.target_utilization))
+        target = float(self.args.target_utilization)
+        if self.args.scoring_strategy == "PackToTarget" and self.estimator.global_ratio is not None:
+            scores = score_packed(prediction.percent, target)
+        else:  # packing on a guess of the pods' scale packs to an unknown: balance until a lesson
+            scores = score_balanced(prediction.percent, target)
         state.add_note(prediction.note)
         return np.where(prediction.unscored, 0, scores).astype(np.int64)
 

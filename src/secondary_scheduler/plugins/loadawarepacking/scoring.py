@@ -4,12 +4,12 @@ A node's predicted CPU, in percent of its capacity, once the pod runs there:
 
     peak (window percentile) + seasonal rise + 100 * (in-flight missing + burst margin + pod) / capacity
 
-Score: pack towards the target without crossing it. Every node that stays at or under the
-target scores 50-100, rising with the predicted load (the fullest node that still fits wins,
-so fewer nodes are in use); every node that would cross it scores 0-49, falling with the
-load (if all are hot, the least hot). TargetLoadPacking's curve gives a node just over the
-target about what it gives an empty one (70 at 70 %, with target 70), so a burst lands over
-the target as readily as on a fresh node; here crossing always loses to fitting.
+Score: every node that stays at or under the target scores 50-100, every node that would cross
+it 0-49, falling with the load (if all are hot, the least hot): crossing always loses to fitting.
+TargetLoadPacking's curve gives a node just over the target about what it gives an empty one (70
+at 70 %, with target 70), so a burst lands over the target as readily as on a fresh node.
+Under the target, ``score_balanced`` (the default strategy) rises as the load falls (the least
+loaded node wins) and ``score_packed`` rises with the load (the fullest node that fits wins).
 """
 
 from __future__ import annotations
@@ -34,10 +34,21 @@ def predicted_percent(
     return np.where(capacity_millis > 0, peak_percent + rise_percent + added, 100.0 + added)
 
 
-def score_predicted(predicted: FloatArray, target: float) -> IntArray:
+def score_packed(predicted: FloatArray, target: float) -> IntArray:
     """50-100 rising to the target for nodes that stay under it, 49-0 falling beyond it."""
     load = np.clip(predicted, 0.0, 100.0)
     under = FITS_FLOOR + ((100.0 - FITS_FLOOR) / target) * load
+    return _with_crossing(predicted, load, under, target)
+
+
+def score_balanced(predicted: FloatArray, target: float) -> IntArray:
+    """100-50 falling to the target for nodes that stay under it, 49-0 falling beyond it."""
+    load = np.clip(predicted, 0.0, 100.0)
+    under = 100.0 - ((100.0 - FITS_FLOOR) / target) * load
+    return _with_crossing(predicted, load, under, target)
+
+
+def _with_crossing(predicted: FloatArray, load: FloatArray, under: FloatArray, target: float) -> IntArray:
     over = ((FITS_FLOOR - 1.0) / max(100.0 - target, 1e-9)) * (100.0 - load)
     raw = np.where(predicted <= target, under, np.minimum(over, FITS_FLOOR - 1.0))
     return np.floor(raw + 0.5).astype(np.int64)  # halves up, as Go's math.Round for x >= 0
