@@ -1,20 +1,22 @@
-"""`secsched cluster …`: build, start, inspect and stop the local control plane."""
+"""`secsched cluster …`: build, start, inspect and stop the local control plane.
+
+The local cluster's modules need the [cluster] extra (httpx, rich): each command imports them
+when it runs, so that `secsched cluster up --help` reads without the extra, and running a
+command without it names the extra to install (`cli.errors.missing_extra`).
+"""
 
 from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
-from rich.table import Table
 
-from secondary_scheduler.cluster import build as build_module
-from secondary_scheduler.cluster import versions
-from secondary_scheduler.cluster.localcluster import ClusterError, ClusterOptions, LocalCluster
-from secondary_scheduler.cluster.nodes import NodeShape
-from secondary_scheduler.cluster.progress import console
 from secondary_scheduler.kube.quantity import QuantityError, parse_quantity
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 name_option = click.option(
     "--name",
@@ -24,9 +26,20 @@ name_option = click.option(
 )
 
 
-def _fail(error: Exception) -> None:
+def _fail(error: Exception) -> NoReturn:
+    from secondary_scheduler.cluster.progress import console
+
     console.print(f"[red]error:[/red] {error}")
     sys.exit(1)
+
+
+def _table(title: str, columns: tuple[str, ...], right_aligned: tuple[str, ...] = ()) -> Table:
+    from rich.table import Table
+
+    table = Table(title=title)
+    for column in columns:
+        table.add_column(column, justify="right" if column in right_aligned else "left")
+    return table
 
 
 @click.group()
@@ -42,6 +55,10 @@ def build_command() -> None:
 
     Binaries go to a cache outside the repository (override with $SECSCHED_CACHE_DIR);
     a cold build takes 15-30 minutes on 2 cores, a warm one a moment."""
+    from secondary_scheduler.cluster import build as build_module
+    from secondary_scheduler.cluster import versions
+    from secondary_scheduler.cluster.progress import console
+
     try:
         build_module.build()
     except build_module.BuildError as error:
@@ -151,6 +168,12 @@ def up(
     noise: float,
 ) -> None:
     """Start a local cluster and leave it running; prints how to use it with kubectl."""
+    from secondary_scheduler.cluster import build as build_module
+    from secondary_scheduler.cluster import versions
+    from secondary_scheduler.cluster.localcluster import ClusterError, ClusterOptions, LocalCluster
+    from secondary_scheduler.cluster.nodes import NodeShape
+    from secondary_scheduler.cluster.progress import console
+
     if mixed_sizes and (node_storage is not None or node_max_volumes is not None):
         _fail(
             click.UsageError(
@@ -194,6 +217,8 @@ def up(
 @name_option
 def down(name: str) -> None:
     """Stop exactly the processes `cluster up` started (by pid) and delete the cluster's data."""
+    from secondary_scheduler.cluster.localcluster import ClusterError, LocalCluster
+
     try:
         LocalCluster.attach(name).down()
     except ClusterError as error:
@@ -206,6 +231,9 @@ def down(name: str) -> None:
 def status(name: str, as_json: bool) -> None:
     """Tell what runs where: each process, its pid and log, the cluster's addresses, and its
     storage classes with whether their provisioner is running."""
+    from secondary_scheduler.cluster.localcluster import ClusterError, LocalCluster
+    from secondary_scheduler.cluster.progress import console
+
     try:
         local = LocalCluster.attach(name)
     except ClusterError as error:
@@ -220,9 +248,7 @@ def status(name: str, as_json: bool) -> None:
             json.dumps({"components": components, "addresses": addresses, "storage": storage}, indent=2)
         )
         return
-    table = Table(title=f"cluster {name!r}")
-    for column in ("component", "pid", "state", "log"):
-        table.add_column(column)
+    table = _table(f"cluster {name!r}", ("component", "pid", "state", "log"))
     for component, info in components.items():
         state = "[green]running[/green]" if info["running"] else "[red]stopped[/red]"
         table.add_row(component, str(info["pid"]), state, info["log"])
@@ -234,6 +260,8 @@ def status(name: str, as_json: bool) -> None:
 
 def _print_storage(storage: dict[str, Any]) -> None:
     """The storage classes, and whether the provisioner that serves them runs."""
+    from secondary_scheduler.cluster.progress import console
+
     provisioner = storage["provisioner"]
     state = "[green]running[/green]" if provisioner["running"] else "[red]not running[/red]"
     console.print(f"\nstorage provisioner ({', '.join(provisioner['serves'])}): {state}")
@@ -241,9 +269,7 @@ def _print_storage(storage: dict[str, Any]) -> None:
     if classes is None:
         console.print("storage classes: the API server cannot be reached")
         return
-    table = Table(title="storage classes")
-    for column in ("name", "provisioner", "binding mode", "reclaim", "default"):
-        table.add_column(column)
+    table = _table("storage classes", ("name", "provisioner", "binding mode", "reclaim", "default"))
     for item in classes:
         table.add_row(
             item["name"],
@@ -271,6 +297,9 @@ def load(
     pod_factor: float | None,
 ) -> None:
     """Show, or change at run time, the node-load model the exporter serves to Prometheus."""
+    from secondary_scheduler.cluster.localcluster import ClusterError, LocalCluster
+    from secondary_scheduler.cluster.progress import console
+
     try:
         local = LocalCluster.attach(name)
         values = {
@@ -286,9 +315,7 @@ def load(
         result = local.set_base_load(update) if update else local.load()
     except ClusterError as error:
         _fail(error)
-    table = Table(title="node load (ratios, without noise)")
-    for column in ("node", "cpu", "memory"):
-        table.add_column(column, justify="right" if column != "node" else "left")
+    table = _table("node load (ratios, without noise)", ("node", "cpu", "memory"), ("cpu", "memory"))
     for node, current in sorted(result["current"].items()):
         table.add_row(node, f"{current['cpu']:.2f}", f"{current['memory']:.2f}")
     console.print(table)

@@ -2,24 +2,37 @@
 
 Bad input: `error: FILE[:LINE]: FIELD: what is wrong: how to fix it` on stderr, exit 1.
 A usage error (an unknown flag, a bad flag value): Click's usage message, exit 2.
+A missing optional dependency: `error: secsched CMD needs PACKAGE ...: pip install ...`, naming
+the extra that installs it (from a clone: the package is on no index), exit 1.
 A bug: one `error: internal error ...` line, exit 1; its traceback only with `--v=5` (or more)
-or `SECSCHED_DEBUG=1`, because a traceback tells a user nothing about their input.
+or `SECSCHED_DEBUG=1`, because a traceback tells a user nothing about their input. Nothing else
+may end there: input and missing extras have their own lines above.
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import shlex
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, NoReturn
 
 import click
 
+import secondary_scheduler
 from secondary_scheduler.safeyaml import YamlLimitError, read_limited
 
 DEBUG_ENV = "SECSCHED_DEBUG"
 DEBUG_VERBOSITY = 5
+
+EXTRA_OF_PACKAGE = {"rich": "cli", "httpx": "cluster", "matplotlib": "demo", "kopf": "operator"}
+"""Optional dependencies, and the extra of this package (pyproject.toml) that installs each."""
+
+EXTRA_OF_COMMAND = {"cluster": "cluster", "demo": "demo", "operator run": "operator"}
+"""Commands that need a whole extra: the one to name, whichever of its packages is missing (the
+[cluster] extra brings rich too, so `cluster up` without rich asks for [cluster], not [cli])."""
 
 
 def where(source: str, line: int | None = None, field: str | None = None) -> str:
@@ -89,6 +102,35 @@ def _shown(path: str) -> str:
     return "<stdin>" if path == "-" else path
 
 
+def install_hint(extra: str) -> str:
+    """How to add `extra` to this installation. The package is on no index, so pip installs it
+    from a clone of the repository: this one's path when the running code is an editable install."""
+    source = Path(secondary_scheduler.__file__).resolve().parents[2]
+    pyproject = source / "pyproject.toml"
+    if pyproject.is_file() and 'name = "secondary-scheduler"' in pyproject.read_text(errors="replace"):
+        return f"pip install -e {shlex.quote(f'{source}[{extra}]')}"
+    return (
+        f"in a clone of the repository, pip install '.[{extra}]' "
+        f"(from elsewhere: pip install '/path/to/the/clone[{extra}]')"
+    )
+
+
+def missing_extra(error: ModuleNotFoundError, command: str) -> click.ClickException | None:
+    """The error to show for `error` if it is an optional dependency missing (None if it is not:
+    a module of ours or a pinned dependency missing is a broken installation, reported as a bug)."""
+    package = (error.name or "").partition(".")[0]
+    if package not in EXTRA_OF_PACKAGE:
+        return None
+    extra = next(
+        (extra for prefix, extra in EXTRA_OF_COMMAND.items() if f"{command} ".startswith(f"{prefix} ")),
+        EXTRA_OF_PACKAGE[package],
+    )
+    return click.ClickException(
+        f"`secsched {command}` needs {package}, which this installation lacks "
+        f"(the [{extra}] extra): {install_hint(extra)}"
+    )
+
+
 def debug_requested(args: Sequence[str]) -> bool:
     """`SECSCHED_DEBUG=1`, or a klog verbosity of 5 or more among the arguments."""
     if os.environ.get(DEBUG_ENV, "").lower() in ("1", "true", "yes", "on"):
@@ -132,6 +174,12 @@ class ContractGroup(click.Group):
             sys.exit(130)
         except SystemExit:
             raise
+        except ModuleNotFoundError as error:
+            friendly = missing_extra(error, _command_words(self, arguments))
+            if friendly is None:
+                _internal_error(error, arguments)
+            click.echo(f"error: {friendly.format_message()}", err=True)
+            sys.exit(friendly.exit_code)
         except OSError as error:
             if error.errno == errno.EPIPE:  # `secsched ... | head`: the reader left; not an error
                 sys.exit(1)
@@ -139,6 +187,22 @@ class ContractGroup(click.Group):
         except Exception as error:
             _internal_error(error, arguments)
         sys.exit(result if isinstance(result, int) else 0)
+
+
+def _command_words(group: click.Group, arguments: Sequence[str]) -> str:
+    """`operator run` for `operator run --namespace x`: the sub-command names leading `arguments`."""
+    words: list[str] = []
+    command: click.Command | None = group
+    context = click.Context(group)
+    for argument in arguments:
+        if not isinstance(command, click.Group) or argument.startswith("-"):
+            break
+        try:
+            command = command.get_command(context, argument)
+        except (click.ClickException, ImportError):  # its import failed: its name is still the word
+            command = None
+        words.append(argument)
+    return " ".join(words)
 
 
 def _internal_error(error: BaseException, arguments: Sequence[str]) -> NoReturn:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import click
 
 from secondary_scheduler import __version__
-from secondary_scheduler.cli.errors import ContractGroup
+from secondary_scheduler.cli.errors import ContractGroup, missing_extra
 from secondary_scheduler.scheduler.options import normalise_argv
 
 
@@ -22,23 +22,13 @@ class LazyCommand:
 
 
 COMMANDS: dict[str, LazyCommand] = {
-    "cluster": LazyCommand(
-        "secondary_scheduler.cli.cluster_cmd:cluster", "A real Kubernetes control plane on this machine."
+    "scheduler": LazyCommand("secondary_scheduler.cli.scheduler_cmd:scheduler", "Run the scheduler."),
+    "operator": LazyCommand(
+        "secondary_scheduler.cli.operator_cmd:operator", "The SecondaryScheduler operator (run, render)."
     ),
     "config": LazyCommand(
         "secondary_scheduler.cli.config_cmd:config", "Check KubeSchedulerConfiguration files."
     ),
-    "demo": LazyCommand(
-        "secondary_scheduler.cli.demo_cmd:demo", "Run the whole system here and compare it with upstream."
-    ),
-    "operator": LazyCommand(
-        "secondary_scheduler.cli.operator_cmd:operator", "The SecondaryScheduler operator (run, render)."
-    ),
-    "replay": LazyCommand(
-        "secondary_scheduler.cli.replay_cmd:replay",
-        "Replay a workload trace over a cluster, every profile side by side.",
-    ),
-    "scheduler": LazyCommand("secondary_scheduler.cli.scheduler_cmd:scheduler", "Run the scheduler."),
     "score": LazyCommand(
         "secondary_scheduler.cli.score_cmd:score", "Explain one scheduling cycle over a snapshot."
     ),
@@ -46,22 +36,33 @@ COMMANDS: dict[str, LazyCommand] = {
         "secondary_scheduler.cli.snapshot_cmd:snapshot",
         "Write a `secsched score` snapshot of a live cluster.",
     ),
+    "replay": LazyCommand(
+        "secondary_scheduler.cli.replay_cmd:replay",
+        "Replay a workload trace, every profile side by side.",
+    ),
     "trace": LazyCommand(
         "secondary_scheduler.cli.trace_cmd:trace", "Generate a workload trace for `secsched replay`."
     ),
+    "cluster": LazyCommand(
+        "secondary_scheduler.cli.cluster_cmd:cluster",
+        "Dev tooling: a real Kubernetes control plane here.",
+    ),
+    "demo": LazyCommand(
+        "secondary_scheduler.cli.demo_cmd:demo",
+        "Dev tooling: the whole system here, against upstream.",
+    ),
 }
-"""Lazy, so that `secsched scheduler` (the image's entry point) and `secsched operator` load
+"""In the order `secsched --help` lists them: what a user runs first, the dev tooling last.
+Lazy, so that `secsched scheduler` (the image's entry point) and `secsched operator` load
 neither the local cluster, the demo nor their dependencies (matplotlib, httpx, rich)."""
-
-EXTRA_OF_PACKAGE = {"rich": "cli", "httpx": "cluster", "matplotlib": "demo", "kopf": "operator"}
-"""Optional dependencies, and the extra of this package that installs each."""
 
 
 class LazyGroup(ContractGroup):
     """The root group, importing a sub-command's module only when that command is asked for."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted({*super().list_commands(ctx), *COMMANDS})
+        """COMMANDS in their order (not the alphabet's), then any added to the group directly."""
+        return [*COMMANDS, *sorted(set(super().list_commands(ctx)) - set(COMMANDS))]
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """The command list from COMMANDS' summaries: `--help` works with only the base install."""
@@ -77,14 +78,10 @@ class LazyGroup(ContractGroup):
         try:
             command = getattr(importlib.import_module(module), attribute)
         except ModuleNotFoundError as error:
-            package = (error.name or "").partition(".")[0]
-            if package not in EXTRA_OF_PACKAGE:
+            friendly = missing_extra(error, cmd_name)
+            if friendly is None:
                 raise
-            extra = EXTRA_OF_PACKAGE[package]
-            raise click.ClickException(
-                f"`secsched {cmd_name}` needs {package}, which this installation lacks: "
-                f"pip install 'secondary-scheduler[{extra}]'"
-            ) from None
+            raise friendly from None
         if not isinstance(command, click.Command):
             raise TypeError(f"{COMMANDS[cmd_name].target} is not a click command")
         return command
@@ -99,7 +96,10 @@ def cli() -> None:
     local control plane to try them on.
 
     \b
-    Start with `secsched cluster up` (a real local cluster), or `make demo` for the tour.
+    Check a configuration:  secsched config validate FILE
+    See what it decides:    secsched score --config FILE --snapshot S --pod P
+    Run it:                 secsched scheduler --config FILE --kubeconfig K
+    `cluster` and `demo` are dev tooling (from a clone, with their extras).
     """
 
 

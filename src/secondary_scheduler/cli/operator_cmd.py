@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 import click
 import yaml
 
+from secondary_scheduler.apivalidation import dns_label_problem
 from secondary_scheduler.cli.errors import InputError, read_input
 from secondary_scheduler.kube import kubeconfig as kubeconfig_loader
 from secondary_scheduler.operator import certs, names
@@ -39,10 +40,22 @@ def _read_yaml(path: str, what: str) -> dict[str, Any]:
     return document
 
 
-def _as_configmap(document: dict[str, Any], name: str) -> dict[str, Any]:
-    """A ConfigMap manifest as is; a bare KubeSchedulerConfiguration wrapped as its config.yaml."""
-    if document.get("kind") == "ConfigMap":
+def _as_configmap(document: dict[str, Any], name: str, path: str) -> dict[str, Any]:
+    """A ConfigMap manifest as is; a bare KubeSchedulerConfiguration wrapped as its config.yaml;
+    any other object (a Secret holding the config, the CR given twice) refused by its kind."""
+    kind = document.get("kind")
+    if kind == "ConfigMap" and document.get("apiVersion", "v1") == "v1":
         return document
+    if kind not in (None, "KubeSchedulerConfiguration"):
+        refused = f"{document.get('apiVersion')}/{kind}" if kind == "ConfigMap" else kind
+        fix = (
+            f"the operator reads its configuration only from ConfigMap {name} (spec.schedulerConfig), "
+            f"never from a Secret: kubectl create configmap {name} --from-file={names.CONFIG_KEY}"
+            if kind == "Secret"
+            else "give the ConfigMap (apiVersion: v1) or a bare KubeSchedulerConfiguration"
+        )
+        problem = f"this is a {refused}, not a ConfigMap or a KubeSchedulerConfiguration"
+        raise InputError(path, problem, field="kind", fix=fix)
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -72,7 +85,11 @@ def _as_configmap(document: dict[str, Any], name: str) -> dict[str, Any]:
     "config); the problems become warnings and the exit status 0.",
 )
 @click.option(
-    "--namespace", default=names.DEFAULT_NAMESPACE, show_default=True, help="When the CR names none."
+    "--namespace",
+    default=names.DEFAULT_NAMESPACE,
+    show_default=True,
+    callback=lambda _ctx, param, value: _namespace(param, value),
+    help="When the CR names none.",
 )
 @click.option(
     "--nodes",
@@ -130,7 +147,8 @@ def render(
         )
     configmap = None
     if configmap_file:
-        configmap = _as_configmap(_read_yaml(configmap_file, "ConfigMap"), instance.spec.scheduler_config)
+        document = _read_yaml(configmap_file, "ConfigMap")
+        configmap = _as_configmap(document, instance.spec.scheduler_config, configmap_file)
         _check_configmap(configmap, configmap_file, instance.spec.scheduler_config, instance.namespace)
     cert = None if service_ca else certs.generate(instance.namespace)
     facts = ClusterFacts(nodes, service_monitor, service_ca, cert)
@@ -214,6 +232,7 @@ def _check_configmap(configmap: dict[str, Any], path: str, wanted: str, namespac
     envvar="WATCH_NAMESPACE",
     default=names.DEFAULT_NAMESPACE,
     show_default=True,
+    callback=lambda _ctx, param, value: _namespace(param, value),
     help="The operator's namespace: its SecondaryScheduler `cluster` and the scheduler live here "
     "($WATCH_NAMESPACE).",
 )
@@ -270,6 +289,13 @@ def run_command(
         raise click.ClickException(
             f"--liveness/--readiness: the address is already in use ({error.strerror}): choose another port"
         ) from error
+
+
+def _namespace(param: click.Parameter, value: str) -> str:
+    """A namespace name as the API server requires it (a DNS label), checked before anything runs."""
+    if problem := dns_label_problem(value):
+        raise click.BadParameter(f"{problem} (a namespace name)", param=param)
+    return value
 
 
 def _probe_url(param: click.Parameter, value: str | None) -> str | None:

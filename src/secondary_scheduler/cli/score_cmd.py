@@ -9,6 +9,7 @@ import sys
 
 import click
 from rich.console import Console
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
@@ -162,8 +163,8 @@ def _profile(
     return by_name[wanted]
 
 
-def _print_table(report: ScoreReport) -> None:
-    console = Console(highlight=False)
+def _print_table(report: ScoreReport, console: Console | None = None) -> None:
+    console = console or Console(highlight=False)
     selected = report.selected or "none: the pod fits no node"
     console.print(
         Text.assemble(
@@ -175,18 +176,20 @@ def _print_table(report: ScoreReport) -> None:
         )
     )
     shown, same = _split_plugins(report)
-    table = Table(show_edge=False, pad_edge=False)
-    table.add_column("")
-    table.add_column("Node", no_wrap=True)
-    table.add_column("Total", justify="right")
-    for plugin, weight in shown:
-        table.add_column(f"{_words(plugin)} ×{weight}", justify="right")
-    infeasible = any(not node.feasible for node in report.nodes)
-    if infeasible:
-        table.add_column("Not feasible because")
-    for node in report.nodes:
-        table.add_row(*_row(report, node, shown, infeasible), style=_style(report, node))
+    infeasible = [node for node in report.nodes if not node.feasible]
+    # The reasons are the point of a filtered-out row: in a column when the table has room for
+    # each of them whole, else listed under it, where they wrap (never cut to "Insuffic…").
+    reasons_in_table = bool(infeasible)
+    table = _score_table(report, shown, reasons_in_table)
+    unbounded = console.options.update(max_width=sys.maxsize)
+    if reasons_in_table and Measurement.get(console, unbounded, table).maximum > console.width:
+        reasons_in_table = False
+        table = _score_table(report, shown, reasons_in_table)
     console.print(table)
+    if infeasible and not reasons_in_table:
+        console.print("Not feasible because:")
+        for node in infeasible:
+            console.print(Text.assemble("  ✗ ", (node.name, "bold"), f": {node.reason or ''}"))
     if report.message:
         console.print(Text(report.message, style="red"))
     if len(report.tied) > 1:
@@ -206,6 +209,23 @@ def _print_table(report: ScoreReport) -> None:
         console.print(Text(note.plugin, style="bold"))
         for line in note.lines():
             console.print(f"  {line}")
+
+
+def _score_table(report: ScoreReport, shown: list[tuple[str, int]], with_reasons: bool) -> Table:
+    """One row a node; a score column per plugin in `shown`, headers wrapped between words."""
+    table = Table(show_edge=False, pad_edge=False)
+    table.add_column("")
+    table.add_column("Node", no_wrap=True)
+    table.add_column("Total", justify="right")
+    for plugin, weight in shown:
+        header = f"{_words(plugin)} ×{weight}"
+        longest_word = max(len(word) for word in header.split())
+        table.add_column(header, justify="right", min_width=longest_word)
+    if with_reasons:
+        table.add_column("Not feasible because")
+    for node in report.nodes:
+        table.add_row(*_row(report, node, shown, with_reasons), style=_style(report, node))
+    return table
 
 
 def _split_plugins(report: ScoreReport) -> tuple[list[tuple[str, int]], list[str]]:

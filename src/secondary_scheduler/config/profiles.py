@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import difflib
+import re
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from secondary_scheduler.apivalidation import qualified_name_problem
 from secondary_scheduler.config.base import ArgsContext, ConfigModel
 from secondary_scheduler.config.diagnose import validate_model
 from secondary_scheduler.config.errors import Findings, YamlPath, format_path
@@ -41,6 +43,10 @@ def build_profile(
     args = _plugin_args(configs, at, enabled, legacy, version, findings, catalog)
     if header is None or plugins is None:
         return None
+    name_problem = scheduler_name_problem(header.scheduler_name)
+    if name_problem:
+        findings.value_error((*at, "schedulerName"), name_problem)
+        return None
     if header.scheduler_name == "default-scheduler":
         findings.warn(
             (*at, "schedulerName"),
@@ -52,6 +58,25 @@ def build_profile(
         percentage_of_nodes_to_score=header.percentage_of_nodes_to_score,
         plugins=plugins,
         plugin_args=args,
+    )
+
+
+def scheduler_name_problem(name: str) -> str | None:
+    """Why no Event could ever be reported for a profile named `name` (None: it is fine).
+
+    kube-scheduler takes a profile's schedulerName as the reportingController of its Scheduled
+    and FailedScheduling Events, which the API server accepts only as a qualified name: a name
+    pasted with typographic quotes (“secondary”) loads, schedules pods that copy it exactly, and
+    has every one of its Events refused.
+    """
+    problem = qualified_name_problem(name)
+    if problem is None:
+        return None
+    cleaned = re.sub(r"[^A-Za-z0-9._/-]", "", name).strip("-._/")
+    hint = f": did you mean {cleaned!r}?" if cleaned and qualified_name_problem(cleaned) is None else ""
+    return (
+        f"{problem}; the API server refuses every Event reported under it (a profile's Scheduled "
+        f"and FailedScheduling Events name their schedulerName as reportingController){hint}"
     )
 
 

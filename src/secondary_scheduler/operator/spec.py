@@ -17,6 +17,7 @@ from secondary_scheduler.apivalidation import (
     INT32_MAX,
     INT64_MAX,
     check_resources,
+    dns_label_problem,
     dns_subdomain_problem,
     is_dns_subdomain,
     label_value_problem,
@@ -145,7 +146,7 @@ class SecondarySchedulerSpec(CrModel):
     scheduler_config: str = ""
     scheduler_image: str = ""
     topology: Topology | None = None
-    # Ours (documented as extensions in the README and the CRD's descriptions).
+    # Ours (documented as extensions in docs/operator.md and the CRD's descriptions).
     resources: ResourceRequirements | None = None
     priority_class_name: str = ""
     node_selector: dict[str, str] | None = None
@@ -284,6 +285,9 @@ def parse_instance(body: dict[str, Any], default_namespace: str = names.DEFAULT_
     for key in ("name", "namespace", "uid"):
         if meta.get(key) is not None and not isinstance(meta.get(key), str):
             raise SpecError([f"metadata.{key}: must be a string; got {meta.get(key)!r}"])
+    namespace = str(meta.get("namespace") or default_namespace)
+    if problem := dns_label_problem(namespace):
+        raise SpecError([f"metadata.namespace: {problem} (a namespace name, e.g. {names.DEFAULT_NAMESPACE})"])
     generation = meta.get("generation")
     if generation is not None and (isinstance(generation, bool) or not isinstance(generation, int)):
         raise SpecError([f"metadata.generation: must be an integer; got {generation!r}"])
@@ -296,7 +300,7 @@ def parse_instance(body: dict[str, Any], default_namespace: str = names.DEFAULT_
         raise SpecError(error_messages(SecondarySchedulerSpec, error, ("spec",))) from error
     return Instance(
         name=str(meta.get("name") or names.INSTANCE_NAME),
-        namespace=str(meta.get("namespace") or default_namespace),
+        namespace=namespace,
         uid=str(meta.get("uid") or ""),
         generation=int(meta.get("generation") or 1),
         spec=spec,

@@ -389,7 +389,11 @@ async def run(flags: SchedulerFlags, registry: Registry) -> int:
             connection, qps=5, burst=10, user_agent="secsched-scheduler/leader-election"
         ) as election_api,
     ):
-        scheduler = Scheduler(config, api, events_api, registry, metrics=metrics)
+        try:
+            scheduler = Scheduler(config, api, events_api, registry, metrics=metrics)
+        except ValueError as error:  # a plugin refusing its args or environment (Framework's contract)
+            source = flags.config or "the configuration"
+            raise StartupError(f"{source}: initializing profiles: {error}") from error
         try:
             auth = await delegatedauth.start(flags.auth_options(), context) if context is not None else None
         except delegatedauth.DelegatedAuthError as error:
