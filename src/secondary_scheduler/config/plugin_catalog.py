@@ -78,5 +78,4 @@ DEFAULT_MULTI_POINT: Final[tuple[tuple[str, int | None], ...]] = (
     ("DefaultBinder", None),
 )
 """kube-scheduler 1.34's default multiPoint plugins (name, score weight), in its order
-(pkg/scheduler/apis/config/v1/default_plugins.go). DynamicResources refuses pods with
-resourceClaims (allocation is not implemented)."""
+(pkg/scheduler/apis/config/v1/default_plugins.go)."""

@@ -43,13 +43,16 @@ def _same_for_scheduling(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool
     """Whether an update changed nothing a scheduling decision reads (kube-scheduler's isPodUpdated).
 
     Status-only updates (including the PodScheduled condition we write ourselves) must not
-    give an unschedulable pod another immediate try.
+    give an unschedulable pod another immediate try; ``status.resourceClaimStatuses`` counts, as
+    upstream's: the claim generated from a template is found through it (DynamicResources).
     """
     old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
     return (
         old.get("spec") == new.get("spec")
         and old_meta.get("labels") == new_meta.get("labels")
         and old_meta.get("annotations") == new_meta.get("annotations")
+        and (old.get("status") or {}).get("resourceClaimStatuses")
+        == (new.get("status") or {}).get("resourceClaimStatuses")
     )
 
 

@@ -106,6 +106,7 @@ def test_default_plugins_are_kube_scheduler_1_34s_restricted_to_ours(load: Load)
         *volumes,
         "PodTopologySpread",
         "InterPodAffinity",
+        "DynamicResources",
     ]
     assert names[P.PRE_SCORE] == [
         "TaintToleration",
@@ -128,7 +129,7 @@ def test_default_plugins_are_kube_scheduler_1_34s_restricted_to_ours(load: Load)
     )
     assert names[P.POST_FILTER] == ["DynamicResources", "DefaultPreemption"]
     assert names[P.BIND] == ["DefaultBinder"]
-    assert names[P.RESERVE] == names[P.PRE_BIND] == ["VolumeBinding"]
+    assert names[P.RESERVE] == names[P.PRE_BIND] == ["VolumeBinding", "DynamicResources"]
     for point in (P.PERMIT, P.POST_BIND):
         assert names[point] == []
     assert all(entry.weight == 0 for point in P if point is not P.SCORE for entry in plugins[point])

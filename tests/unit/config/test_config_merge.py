@@ -84,7 +84,7 @@ def test_a_default_reenabled_at_a_point_overrides_its_weight_and_goes_first(load
     assert sorted(scores(profile)[1:]) == sorted(
         entry for entry in DEFAULT_SCORE if entry[0] != "InterPodAffinity"
     )
-    assert names(profile, P.FILTER)[-1] == "InterPodAffinity"  # other points keep the default order
+    assert names(profile, P.FILTER)[-2:] == ["InterPodAffinity", "DynamicResources"]  # default order
 
 
 def test_a_default_reenabled_under_multipoint_replaces_it_in_place_weight_and_all(load: Load) -> None:

@@ -8,10 +8,8 @@ import pytest
 from tests.unit.framework.kubeobjects import container, make_node, make_pod, pod_info, table_of
 from tests.unit.plugins.pluginruns import raw_and_normalized, rejections, scores
 
-from secondary_scheduler.framework import CycleState, Handle, NodeTable, PodInfo
-from secondary_scheduler.framework.status import Code
+from secondary_scheduler.framework import Handle, PodInfo
 from secondary_scheduler.framework.taints import Taint, Toleration
-from secondary_scheduler.plugins.dynamicresources.dynamic_resources import UNSUPPORTED, DynamicResources
 from secondary_scheduler.plugins.imagelocality import ImageLocality
 from secondary_scheduler.plugins.imagelocality.image_locality import normalized_image_name
 from secondary_scheduler.plugins.nodename import NodeName
@@ -179,21 +177,3 @@ def test_priority_sort_orders_by_priority_then_queue_time() -> None:
     assert not less(Queued(low, 1.0), Queued(high, 2.0))
     assert less(Queued(low, 1.0), Queued(low, 2.0))
     assert not less(Queued(low, 2.0), Queued(low, 2.0))
-
-
-def test_dynamic_resources_refuses_pods_with_claims_and_skips_the_rest() -> None:
-    plugin = DynamicResources(None, Handle())
-    plain = pod_info("plain")
-    claimed = PodInfo.from_pod(
-        {
-            "metadata": {"name": "gpu", "namespace": "default"},
-            "spec": {
-                "containers": [{"name": "c"}],
-                "resourceClaims": [{"name": "gpu", "resourceClaimName": "g"}],
-            },
-        }
-    )
-    assert plugin.pre_filter(CycleState(), plain, NodeTable()).is_skip
-    status = plugin.pre_filter(CycleState(), claimed, NodeTable())
-    assert status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
-    assert status.message == UNSUPPORTED

@@ -87,11 +87,9 @@ class SelectorResults:
             verdicts[key] = verdict
         return verdict
 
-    def forget(self, live: Iterable[str]) -> None:
-        """Drop the entries of slices that are gone."""
-        keep = set(live)
-        for name in [name for name in self._by_slice if name not in keep]:
-            del self._by_slice[name]
+    def forget(self, slice_name: str) -> None:
+        """Drop the verdicts of a slice that is gone."""
+        self._by_slice.pop(slice_name, None)
 
 
 @dataclass

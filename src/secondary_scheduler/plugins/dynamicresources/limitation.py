@@ -5,6 +5,9 @@ importing the plugin (and the framework with it).
 """
 
 ENABLED_WARNING = (
-    "DynamicResources does not allocate ResourceClaims here: pods with spec.resourceClaims are "
-    "refused (FailedScheduling) rather than bound without their devices"
+    "DynamicResources allocates ResourceClaims with structured parameters as kube-scheduler 1.34 does, "
+    "but refuses (FailedScheduling, naming the field) claims and ResourceSlices that use features 1.34 "
+    "leaves off (partitionable devices, device taints, consumable capacity, binding conditions) and "
+    "selectors that use CEL libraries beyond standard CEL, quantity() and semver(); CEL cost limits are "
+    "not enforced at run time"
 )
