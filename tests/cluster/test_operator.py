@@ -160,6 +160,36 @@ async def posted(api: ApiClient, reasons: set[str], name: str = "cluster", timeo
     await wait_for(all_there, f"Events {sorted(reasons)} on {name}", timeout)
 
 
+class _Resyncs(logging.Handler):
+    """Counts the operator's "periodic resync" log records (it runs in this process)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.count = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.getMessage() == "periodic resync":
+            self.count += 1
+
+
+async def periodic_resync_done() -> None:
+    """Until a periodic resync that began from now has finished its reconcile: reconciles run
+    one at a time, so the second resync logged from now on comes after the first one's."""
+    logger = logging.getLogger(controller.__name__)
+    resyncs, level = _Resyncs(), logger.level
+    logger.addHandler(resyncs)
+    logger.setLevel(logging.DEBUG)
+    try:
+
+        async def two() -> bool:
+            return resyncs.count >= 2
+
+        await wait_for(two, "a periodic resync of the operator, reconciled", RESYNC * 4, interval=0.2)
+    finally:
+        logger.removeHandler(resyncs)
+        logger.setLevel(level)
+
+
 async def event_reasons(api: ApiClient, name: str = "cluster") -> set[str]:
     events = await api.list_all(
         f"/api/v1/namespaces/{NS}/events", {"fieldSelector": f"involvedObject.name={name}"}
@@ -515,7 +545,7 @@ async def test_bad_config_degrades_and_leaves_the_running_deployment(
     await put_config(admin, good.replace("targetUtilization: 70", "targetUtilization: seventy"))
     degraded = await wait_condition(admin, "Degraded", "True", "ConfigInvalid")
     assert "targetUtilization" in degraded["message"]
-    await asyncio.sleep(RESYNC + 1)  # a periodic resync changes nothing either
+    await periodic_resync_done()  # a periodic resync changes nothing either
     after = await admin.get(DEPLOYMENT_PATH)
     assert after["metadata"]["generation"] == before["metadata"]["generation"]
     assert template_annotations(after) == template_annotations(before)
@@ -642,7 +672,7 @@ async def test_unmanaged_leaves_everything_alone(
     await admin.patch(DEPLOYMENT_PATH, {"spec": {"replicas": 2}})
     good = (await admin.get(CONFIGMAP_PATH))["data"]["config.yaml"]
     version = await put_config(admin, good.replace("targetUtilization: 70", "targetUtilization: 65"))
-    await asyncio.sleep(RESYNC + 1)
+    await periodic_resync_done()
     after = await admin.get(DEPLOYMENT_PATH)
     assert after["spec"]["replicas"] == 2
     assert template_annotations(after) == template_annotations(before)
