@@ -77,8 +77,9 @@ class PlacementSection:
             "",
             f"{SCENARIO.nodes} KWOK nodes (8, 16 and 32 cores) with uneven starting load "
             f"(seed {SCENARIO.seed}), {SCENARIO.vms} KubeVirt-style VM launcher pods arriving over "
-            f"{SCENARIO.arrival_seconds:.0f} s; each VM's real CPU use is above its request (see README, "
-            "the load model). Each plugin is the only score plugin of the profile, and both schedulers "
+            f"{SCENARIO.arrival_seconds:.0f} s; each VM's real CPU use is above its request (see "
+            "[the load model](local-cluster.md#the-load-model)). Each plugin is the only score plugin of "
+            "the profile, and both schedulers "
             f"query the same Prometheus. Target for the counts: {SCENARIO.target} %. Every measure is "
             "better lower, except *nodes in use*, which TargetLoadPacking wants low and the other two do "
             "not aim at.",

@@ -344,7 +344,7 @@ def scheduler(registry: Registry, **options: Any) -> None:
     \b
     Example, outside a cluster:
       secsched scheduler --config=config.yaml --kubeconfig=$KUBECONFIG --leader-elect=false
-    kube-scheduler flags it does not support are refused by name (see the README).
+    kube-scheduler flags it does not support are refused by name (see docs/scheduler.md).
     """
     flags = SchedulerFlags(
         config=options["config"],

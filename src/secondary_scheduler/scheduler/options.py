@@ -85,13 +85,13 @@ UNSUPPORTED_FLAGS: dict[str, str] = {
     "--log-json-info-buffer-size": "log lines are written unbuffered",
     "--vmodule": "per-file verbosity is not implemented: use -v",
 }
-"""kube-scheduler 1.34's flags this scheduler refuses, and why (the README's flag table lists them all)."""
+"""kube-scheduler 1.34's flags this scheduler refuses, and why (docs/scheduler.md's flag table has all)."""
 
 
 def unsupported_flag_message(flag: str) -> str:
     return (
         f"{flag} is a kube-scheduler flag this scheduler does not support ({UNSUPPORTED_FLAGS[flag]}): "
-        'remove it (the README\'s "kube-scheduler flags" table lists every flag)'
+        'remove it (the "kube-scheduler flags" table of docs/scheduler.md lists every flag)'
     )
 
 

@@ -1,7 +1,7 @@
 """The regularized incomplete beta function I_x(a, b), vectorised with numpy.
 
 Why not ``scipy.special.betainc``: it is the only thing the scheduler would need from
-scipy, and scipy is about a third of the scheduler image (README, "Images"). Why this
+scipy, and scipy is about a third of the scheduler image (docs/images.md). Why this
 algorithm: upstream's LowRiskOverCommitment calls gonum's ``mathext.RegIncBeta``, which
 is gonum's Go port of Stephen Moshier's Cephes ``incbet``. This module follows the same
 algorithm step by step — the power series for small ``b * x``, the swap ``I_x(a, b) =
