@@ -158,8 +158,8 @@ def render(
         raise InputError(
             source,
             f"Deployment held back: the operator would set Degraded=True (reason {result.config.reason}) "
-            f"and deploy nothing until this is fixed: {result.config.message}",
-            fix="fix it, or pass --allow-invalid to render the objects anyway",
+            "and deploy nothing until this is fixed (--allow-invalid renders the objects anyway): "
+            f"{result.config.message}",
         )
     click.echo(yaml.safe_dump_all(result.objects, sort_keys=False), nl=False)
     if not instance.uid:

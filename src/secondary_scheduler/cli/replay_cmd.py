@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from secondary_scheduler.cli.errors import InputError, read_input
+from secondary_scheduler.cli.errors import InputError, install_hint, read_input
 from secondary_scheduler.cli.plugin_option import plugin_option
 from secondary_scheduler.cli.score_inputs import load_snapshot
 from secondary_scheduler.config import ConfigError, load_config
@@ -246,8 +246,8 @@ def _plots_module():  # type: ignore[no-untyped-def]
         if (error.name or "").partition(".")[0] != "matplotlib":
             raise
         raise click.UsageError(
-            "--report draws plots with matplotlib, which this installation lacks: "
-            "pip install 'secondary-scheduler[demo]' (or run without --report)"
+            "--report draws plots with matplotlib, which this installation lacks (the [demo] extra): "
+            f"{install_hint('demo')} (or run without --report)"
         ) from None
     return plots
 

@@ -31,7 +31,21 @@ class ApiVersion(StrEnum):
         return order.index(self) >= order.index(other)
 
 
-_LAST_SERVED_BY = {ApiVersion.V1BETA1: "1.22", ApiVersion.V1BETA2: "1.27", ApiVersion.V1BETA3: "1.28"}
+SERVED_BY_MINORS: dict[ApiVersion, tuple[int, int | None]] = {
+    ApiVersion.V1BETA1: (19, 22),
+    ApiVersion.V1BETA2: (22, 27),
+    ApiVersion.V1BETA3: (23, 28),
+    ApiVersion.V1: (25, None),
+}
+"""The kube-scheduler minor releases (1.x) that read each version: first and last (None: still
+read). KEP-785: v1beta1 in 1.19, v1beta2 in 1.22, v1beta3 in 1.23, v1 in 1.25; v1beta2 gone in
+1.28, v1beta3 in 1.29; 1.34's scheme (pkg/scheduler/apis/config/scheme) registers v1 alone."""
+
+
+def read_by(version: ApiVersion, minor: int) -> bool:
+    """Whether kube-scheduler 1.`minor` reads `version`."""
+    first, last = SERVED_BY_MINORS[version]
+    return first <= minor and (last is None or minor <= last)
 
 
 @dataclass(frozen=True)
@@ -91,9 +105,10 @@ def check_header(data: dict[str, Any], findings: Findings) -> ApiVersion | None:
         else:
             version = ApiVersion(name)
             if version is not ApiVersion.V1:
+                last = SERVED_BY_MINORS[version][1]
                 findings.warn(
                     ("apiVersion",),
-                    f"{version} is deprecated: kube-scheduler last served it in {_LAST_SERVED_BY[version]}. "
+                    f"{version} is deprecated: kube-scheduler last served it in 1.{last}. "
                     f"It still loads here; migrate to {GROUP}/v1",
                 )
     return version if len(findings.errors) == errors_before else None

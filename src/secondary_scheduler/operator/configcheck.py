@@ -6,7 +6,10 @@ why, with the loader's file:line messages.
 
 Another scheduler image (say, upstream scheduler-plugins) may ship plugins we do not, so for
 a foreign `schedulerImage` only what every kube-scheduler needs is enforced (YAML that is a
-KubeSchedulerConfiguration); the loader's other findings are reported but do not block.
+KubeSchedulerConfiguration); the loader's other findings are reported but do not block. For
+upstream's own images (`operator.upstreamimage`) what their strict decoder refuses blocks too:
+a version their release no longer reads (the seeds' v1beta1 on kube-scheduler 1.34, with the
+v1 equivalent in the message) and unknown fields.
 
 Our image runs the in-tree plugins, so the check loads with `plugins.catalog.IN_TREE_CATALOG`:
 their names, extension points and args models, without their code (the operator imports
@@ -21,8 +24,15 @@ from typing import Any, Literal
 import yaml
 
 from secondary_scheduler.config import ConfigError, load_config
+from secondary_scheduler.config.versions import GROUP
 from secondary_scheduler.operator import names
 from secondary_scheduler.operator.spec import SecondarySchedulerSpec
+from secondary_scheduler.operator.upstreamimage import (
+    UpstreamImage,
+    unknown_field_problems,
+    upstream_image,
+    version_problem,
+)
 from secondary_scheduler.plugins.catalog import IN_TREE_CATALOG
 from secondary_scheduler.safeyaml import MAX_CONFIG_BYTES, safe_load
 
@@ -56,7 +66,7 @@ def is_our_image(image: str) -> bool:
     """Our scheduler image (any registry, tag or digest): the config must load exactly as it will run.
 
     Images built from this repository and pushed elsewhere keep the repository name
-    `secsched-scheduler` (README, "Use your own images"), so that is what is recognised.
+    `secsched-scheduler` (docs/images.md, "Use your own images"), so that is what is recognised.
     """
     repository = names.SCHEDULER_IMAGE.rsplit(":", 1)[0]
     if image == repository or image.startswith((f"{repository}:", f"{repository}@")):
@@ -98,6 +108,7 @@ def check_config(
         )
     source = f"configmap/{name}:{names.CONFIG_KEY}"
     document = _parse(text)
+    upstream = upstream_image(spec.image)
     try:
         result = load_config(text, source, catalog=IN_TREE_CATALOG)
     except ConfigError as error:
@@ -110,6 +121,9 @@ def check_config(
                 f"out until it does. Fix:\n{_listing(problems)}",
                 document,
             )
+        refused = _upstream_refusal(spec, upstream, document, text, problems)
+        if refused is not None:
+            return refused
         return ConfigCheck(
             "unverified",
             "ConfigNotVerified",
@@ -118,10 +132,53 @@ def check_config(
             document,
             tuple(problems),
         )
+    refused = _upstream_refusal(spec, upstream, document, text, [])
+    if refused is not None:
+        return refused
     warnings = tuple(problem.render(source) for problem in result.warnings)
+    version = (document or {}).get("apiVersion")
+    if upstream is not None and upstream.minor is None and version != f"{GROUP}/v1":
+        warnings += (
+            f"{spec.image}: its tag does not say which Kubernetes release it is built on, and "
+            f"kube-scheduler 1.29 and later read only {GROUP}/v1: if it is one of them it will not start "
+            f"with this {version} config (`secsched config validate` prints it as v1)",
+        )
     return ConfigCheck(
         "valid", "ConfigValid", f"ConfigMap {name} holds a valid configuration", document, warnings
     )
+
+
+def _upstream_refusal(
+    spec: SecondarySchedulerSpec,
+    upstream: UpstreamImage | None,
+    document: dict[str, Any] | None,
+    text: str,
+    problems: list[str],
+) -> ConfigCheck | None:
+    """What upstream's image would refuse at start (its strict decoder), as a held-back config:
+    a version its release does not read, fields it does not know (among our loader's `problems`)."""
+    if upstream is None or document is None:
+        return None
+    name = spec.scheduler_config
+    unknown = unknown_field_problems(problems)
+    strict = (
+        f"{upstream.release} decodes its configuration strictly and would stop at start on fields "
+        f"it does not know:\n{_listing(unknown)}"
+    )
+    if problem := version_problem(upstream, document, text):
+        also = f"\nAlso, {strict}" if unknown else ""
+        return ConfigCheck(
+            "invalid", "ConfigVersionUnsupported", f"ConfigMap {name}: {problem}{also}", document
+        )
+    if unknown:
+        return ConfigCheck(
+            "invalid",
+            "ConfigInvalid",
+            f"ConfigMap {name} holds fields {spec.image} does not know, so nothing is rolled out until "
+            f"they are fixed (its pods would crash-loop): {strict}",
+            document,
+        )
+    return None
 
 
 def _parse(text: str) -> dict[str, Any] | None:
