@@ -36,13 +36,14 @@ from bench.measuring import (
     cpu_seconds,
     cpu_seconds_settled,
     read_counters,
+    started_scheduler,
     wait_bound,
 )
 from bench.report import milliseconds, number
 from bench.stats import PodClock, percentile
 from bench.workload import PodWatch, create_pods, delete_all_pods, pod_manifests, pods_path
 from secondary_scheduler.cluster.progress import step
-from secondary_scheduler.cluster.schedulers import COSCHEDULING_PROFILE, scheduler_config, start_scheduler
+from secondary_scheduler.cluster.schedulers import COSCHEDULING_PROFILE, scheduler_config
 from secondary_scheduler.kube.client import JSON, ApiClient, ApiError
 from secondary_scheduler.kube.namespaces import ensure_namespace
 from secondary_scheduler.plugins.coscheduling.podgroup import POD_GROUP_LABEL
@@ -228,51 +229,48 @@ class GangSection(GangReport):
             f"({groups} gangs, {len(names)} pods)"
         )
         with step(label, log_every=5.0) as progress:
-            busy = await context.wait_quiet(progress.update)
-            load = load_average()
             await ensure_namespace(api, namespace)
-            progress.update("starting the scheduler")
-            scheduler = await asyncio.to_thread(
-                start_scheduler, kind, config, context.cluster.kubeconfig, directory, f"{prefix}-{kind}"
-            )
-            watch = PodWatch(api, namespace, clock)
-            try:
-                await watch.start()
-                progress.update("warming up")
-                await _create_each(api, podgroups_path(namespace), warm_groups)
-                await create_pods(api, namespace, warm, clock, options.concurrency)
-                await wait_bound(
-                    clock,
-                    watch.changed,
-                    {m["metadata"]["name"] for m in warm},
-                    progress.update,
-                    options.stall_timeout,
-                    created_of(warm),
-                )
-                progress.update(f"creating {groups} PodGroups")
-                await _create_each(api, podgroups_path(namespace), podgroups)
-                await context.wait_quiet(progress.update)
-                before_metrics = await asyncio.to_thread(read_counters, scheduler)
-                before_cpu = cpu_seconds(context, scheduler)
-                creating = asyncio.create_task(
-                    create_pods(api, namespace, manifests, clock, options.concurrency)
-                )
-                await wait_bound(
-                    clock,
-                    watch.changed,
-                    names,
-                    progress.update,
-                    options.stall_timeout,
-                    created_of(manifests),
-                    creating,
-                )
-                await creating
-                after_cpu = await cpu_seconds_settled(context, scheduler)
-                after_metrics = await asyncio.to_thread(read_counters, scheduler)
-                listed = (await api.list_all(pods_path(namespace)))["items"]
-            finally:
-                await watch.stop()
-                await asyncio.to_thread(scheduler.stop)
+            async with started_scheduler(
+                context, kind, config, directory, f"{prefix}-{kind}", progress.update
+            ) as run:
+                scheduler, busy, load = run.scheduler, run.busy_before, run.load_before
+                watch = PodWatch(api, namespace, clock)
+                try:
+                    await watch.start()
+                    progress.update("warming up")
+                    await _create_each(api, podgroups_path(namespace), warm_groups)
+                    await create_pods(api, namespace, warm, clock, options.concurrency)
+                    await wait_bound(
+                        clock,
+                        watch.changed,
+                        {m["metadata"]["name"] for m in warm},
+                        progress.update,
+                        options.stall_timeout,
+                        created_of(warm),
+                    )
+                    progress.update(f"creating {groups} PodGroups")
+                    await _create_each(api, podgroups_path(namespace), podgroups)
+                    await context.wait_quiet(progress.update)
+                    before_metrics = await asyncio.to_thread(read_counters, scheduler)
+                    before_cpu = cpu_seconds(context, scheduler)
+                    creating = asyncio.create_task(
+                        create_pods(api, namespace, manifests, clock, options.concurrency)
+                    )
+                    await wait_bound(
+                        clock,
+                        watch.changed,
+                        names,
+                        progress.update,
+                        options.stall_timeout,
+                        created_of(manifests),
+                        creating,
+                    )
+                    await creating
+                    after_cpu = await cpu_seconds_settled(context, scheduler)
+                    after_metrics = await asyncio.to_thread(read_counters, scheduler)
+                    listed = (await api.list_all(pods_path(namespace)))["items"]
+                finally:
+                    await watch.stop()
             record = gang_record(kind, context.nodes, repeat, position, clock, members, listed)
             record.busy_before, record.load_before, record.load_after = busy, load, load_average()
             record.idle_cpus = context.idle_cpus

@@ -13,14 +13,21 @@ import contextlib
 import math
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, TypeVar
 
 from bench.context import BenchContext
-from bench.machine import process_cpu_seconds
+from bench.machine import load_average, process_cpu_seconds
 from bench.stats import PodClock
-from secondary_scheduler.cluster.schedulers import OURS, UPSTREAM, SchedulerRun, scheduler_config
+from secondary_scheduler.cluster.schedulers import (
+    OURS,
+    UPSTREAM,
+    SchedulerRun,
+    scheduler_config,
+    start_scheduler,
+)
 
 SCHEDULER_NAME = "bench-scheduler"
 LABELS = {OURS: "ours", UPSTREAM: "upstream"}
@@ -107,6 +114,34 @@ def keep_counters(run: SchedulerRun, path: Path) -> dict[str, float]:
 
 
 # -- the runs of a section -------------------------------------------------------------------
+@dataclass(frozen=True)
+class StartedRun:
+    """A scheduler started for one run, and how busy the machine was just before."""
+
+    scheduler: SchedulerRun
+    busy_before: float
+    """CPUs the machine kept busy once it had settled (``BenchContext.wait_quiet``)."""
+    load_before: float
+    """The 1-minute load average then."""
+
+
+@contextlib.asynccontextmanager
+async def started_scheduler(
+    context: BenchContext, kind: str, config: str, directory: Path, name: str, report: Callable[[str], None]
+) -> AsyncIterator[StartedRun]:
+    """Every run's start and end: wait until the machine has settled, note its load, start a fresh
+    scheduler process (``kind``: ours or upstream) and wait for its caches; stop it on the way out."""
+    busy = await context.wait_quiet(report)
+    load = load_average()
+    report("starting the scheduler")
+    kubeconfig = context.cluster.kubeconfig
+    scheduler = await asyncio.to_thread(start_scheduler, kind, config, kubeconfig, directory, name)
+    try:
+        yield StartedRun(scheduler, busy, load)
+    finally:
+        await asyncio.to_thread(scheduler.stop)
+
+
 def abba(repeats: int, first: tuple[str, str] = (UPSTREAM, OURS)) -> Iterator[tuple[int, str]]:
     """(repeat, scheduler) in ABBA order (``first``, then reversed, ...), so that a machine getting
     slower or faster during a size does not favour either scheduler."""

@@ -23,7 +23,6 @@ import json
 from dataclasses import asdict
 
 from bench.context import BenchContext, BenchOptions
-from bench.machine import load_average
 from bench.measuring import (
     DEFERRED_WORK_SECONDS,
     LABELS,
@@ -33,6 +32,7 @@ from bench.measuring import (
     cpu_seconds,
     cpu_seconds_settled,
     read_counters,
+    started_scheduler,
     wait_bound,
 )
 from bench.report import milliseconds, number
@@ -40,7 +40,7 @@ from bench.stats import PodClock, Timings
 from bench.throughput_report import KUBE_DEFAULT_BURST, KUBE_DEFAULT_QPS, RunRecord, ThroughputReport
 from bench.workload import PodWatch, create_pods, delete_all_pods, pod_manifests
 from secondary_scheduler.cluster.progress import step
-from secondary_scheduler.cluster.schedulers import OURS, UPSTREAM, start_scheduler
+from secondary_scheduler.cluster.schedulers import OURS, UPSTREAM
 from secondary_scheduler.kube.namespaces import ensure_namespace
 
 
@@ -103,52 +103,49 @@ class ThroughputSection(ThroughputReport):
         config = bench_config(qps, burst, context.cluster.kubeconfig)
         directory = options.workdir / f"nodes-{context.nodes}"
         with step(label, log_every=5.0) as progress:
-            busy = await context.wait_quiet(progress.update)
-            load = load_average()
-            progress.update("starting the scheduler")
-            scheduler = await asyncio.to_thread(
-                start_scheduler, kind, config, context.cluster.kubeconfig, directory, f"{prefix}-{kind}"
-            )
-            clock = PodClock()
-            watch = PodWatch(context.api, namespace, clock)
-            try:
-                await watch.start()
-                progress.update("warming up")
-                await create_pods(context.api, namespace, warmup, clock, options.concurrency)
-                await wait_bound(
-                    clock,
-                    watch.changed,
-                    {m["metadata"]["name"] for m in warmup},
-                    progress.update,
-                    options.stall_timeout,
-                )
-                await asyncio.sleep(DEFERRED_WORK_SECONDS)  # the warm-up's Events sent
-                before_metrics = await asyncio.to_thread(read_counters, scheduler)
-                before_cpu = cpu_seconds(context, scheduler)
-                names = [manifest["metadata"]["name"] for manifest in manifests]
-                created = [0]
+            async with started_scheduler(
+                context, kind, config, directory, f"{prefix}-{kind}", progress.update
+            ) as run:
+                scheduler, busy, load = run.scheduler, run.busy_before, run.load_before
+                clock = PodClock()
+                watch = PodWatch(context.api, namespace, clock)
+                try:
+                    await watch.start()
+                    progress.update("warming up")
+                    await create_pods(context.api, namespace, warmup, clock, options.concurrency)
+                    await wait_bound(
+                        clock,
+                        watch.changed,
+                        {m["metadata"]["name"] for m in warmup},
+                        progress.update,
+                        options.stall_timeout,
+                    )
+                    await asyncio.sleep(DEFERRED_WORK_SECONDS)  # the warm-up's Events sent
+                    before_metrics = await asyncio.to_thread(read_counters, scheduler)
+                    before_cpu = cpu_seconds(context, scheduler)
+                    names = [manifest["metadata"]["name"] for manifest in manifests]
+                    created = [0]
 
-                def count() -> None:
-                    created[0] += 1
+                    def count() -> None:
+                        created[0] += 1
 
-                creating = asyncio.create_task(
-                    create_pods(context.api, namespace, manifests, clock, options.concurrency, count)
-                )
-                await wait_bound(
-                    clock,
-                    watch.changed,
-                    set(names),
-                    progress.update,
-                    options.stall_timeout,
-                    lambda: created[0],
-                    creating,
-                )
-                await creating
-                after_cpu = await cpu_seconds_settled(context, scheduler)
-                after_metrics = await asyncio.to_thread(read_counters, scheduler)
-            finally:
-                await watch.stop()
-                await asyncio.to_thread(scheduler.stop)
+                    creating = asyncio.create_task(
+                        create_pods(context.api, namespace, manifests, clock, options.concurrency, count)
+                    )
+                    await wait_bound(
+                        clock,
+                        watch.changed,
+                        set(names),
+                        progress.update,
+                        options.stall_timeout,
+                        lambda: created[0],
+                        creating,
+                    )
+                    await creating
+                    after_cpu = await cpu_seconds_settled(context, scheduler)
+                    after_metrics = await asyncio.to_thread(read_counters, scheduler)
+                finally:
+                    await watch.stop()
             timings = clock.summary(names)
             record = self._record(kind, context.nodes, repeat, qps, burst, position, timings)
             record.busy_before, record.load_before, record.watch_events = busy, load, watch.events

@@ -44,6 +44,7 @@ from bench.measuring import (
     cpu_seconds,
     cpu_seconds_settled,
     read_counters,
+    started_scheduler,
     wait_for_progress,
 )
 from bench.objects import ObjectWatch, create_objects
@@ -53,7 +54,6 @@ from bench.volumes_report import STORAGE, WARMUP_PODS, StorageRecord, VolumeRunR
 from bench.workload import create_pods, pods_path
 from secondary_scheduler.cluster.localcluster import PROVISIONER
 from secondary_scheduler.cluster.progress import step
-from secondary_scheduler.cluster.schedulers import start_scheduler
 from secondary_scheduler.kube.client import JSON
 from secondary_scheduler.kube.namespaces import ensure_namespace
 
@@ -214,53 +214,52 @@ class VolumesSection(VolumesReport):
 
         label = f"{context.nodes:,} nodes · PVC pods · {LABELS[kind]} · run {position} ({pods} pods)"
         with step(label, log_every=5.0) as progress:
-            busy = await context.wait_quiet(progress.update)
-            load = load_average()
             await ensure_namespace(api, namespace)
-            progress.update("starting the scheduler")
-            scheduler = await asyncio.to_thread(
-                start_scheduler, kind, config, context.cluster.kubeconfig, directory, f"{prefix}-{kind}"
-            )
-            watches = [
-                ObjectWatch(api, pods_path(namespace), pod_seen, changed),
-                ObjectWatch(api, claims_path(namespace), claim_clock.saw_claim, changed),
-                ObjectWatch(api, PVS, lambda obj, at: claim_clock.saw_volume(obj, at, namespace), changed),
-            ]
-            try:
-                for watch in watches:
-                    await watch.start()
-                progress.update("warming up")
-                await create_objects(api, claims_path(namespace), warm_claims, options.concurrency)
-                await create_pods(api, namespace, warm, pod_clock, options.concurrency)
-                await wait_done(warm_names)
-                progress.update(f"creating {pods} claims")
-                await create_objects(
-                    api, claims_path(namespace), claims, options.concurrency, claim_clock.create_returned
-                )
-                await wait_for_progress(
-                    lambda: (sum(1 for n in names if n in claim_clock.created), len(names)),
-                    lambda: "waiting for the claims",
-                    changed,
-                    progress.update,
-                    options.stall_timeout,
-                )
-                await context.wait_quiet(progress.update)
-                before_metrics = await asyncio.to_thread(read_counters, scheduler)
-                before_cpu = cpu_seconds(context, scheduler, COMPONENTS)
-                creating = asyncio.create_task(
-                    create_pods(api, namespace, manifests, pod_clock, options.concurrency)
-                )
-                await wait_done(names, creating)
-                await creating
-                after_cpu = await cpu_seconds_settled(context, scheduler, COMPONENTS)
-                after_metrics = await asyncio.to_thread(read_counters, scheduler)
-                listed_pods = (await api.list_all(pods_path(namespace)))["items"]
-                listed_claims = (await api.list_all(claims_path(namespace)))["items"]
-                listed_volumes = (await api.list_all(PVS))["items"]
-            finally:
-                for watch in watches:
-                    await watch.stop()
-                await asyncio.to_thread(scheduler.stop)
+            async with started_scheduler(
+                context, kind, config, directory, f"{prefix}-{kind}", progress.update
+            ) as run:
+                scheduler, busy, load = run.scheduler, run.busy_before, run.load_before
+                watches = [
+                    ObjectWatch(api, pods_path(namespace), pod_seen, changed),
+                    ObjectWatch(api, claims_path(namespace), claim_clock.saw_claim, changed),
+                    ObjectWatch(
+                        api, PVS, lambda obj, at: claim_clock.saw_volume(obj, at, namespace), changed
+                    ),
+                ]
+                try:
+                    for watch in watches:
+                        await watch.start()
+                    progress.update("warming up")
+                    await create_objects(api, claims_path(namespace), warm_claims, options.concurrency)
+                    await create_pods(api, namespace, warm, pod_clock, options.concurrency)
+                    await wait_done(warm_names)
+                    progress.update(f"creating {pods} claims")
+                    await create_objects(
+                        api, claims_path(namespace), claims, options.concurrency, claim_clock.create_returned
+                    )
+                    await wait_for_progress(
+                        lambda: (sum(1 for n in names if n in claim_clock.created), len(names)),
+                        lambda: "waiting for the claims",
+                        changed,
+                        progress.update,
+                        options.stall_timeout,
+                    )
+                    await context.wait_quiet(progress.update)
+                    before_metrics = await asyncio.to_thread(read_counters, scheduler)
+                    before_cpu = cpu_seconds(context, scheduler, COMPONENTS)
+                    creating = asyncio.create_task(
+                        create_pods(api, namespace, manifests, pod_clock, options.concurrency)
+                    )
+                    await wait_done(names, creating)
+                    await creating
+                    after_cpu = await cpu_seconds_settled(context, scheduler, COMPONENTS)
+                    after_metrics = await asyncio.to_thread(read_counters, scheduler)
+                    listed_pods = (await api.list_all(pods_path(namespace)))["items"]
+                    listed_claims = (await api.list_all(claims_path(namespace)))["items"]
+                    listed_volumes = (await api.list_all(PVS))["items"]
+                finally:
+                    for watch in watches:
+                        await watch.stop()
             load_after = load_average()
             timings = pod_clock.summary(names)
             record = self._record(

@@ -46,7 +46,7 @@ from typing import Any
 from bench import storage
 from bench.claims import PVS, claims_path, delete_claims, wait_published
 from bench.context import BenchContext, BenchOptions
-from bench.machine import component_versions, load_average
+from bench.machine import component_versions
 from bench.measuring import (
     LABELS,
     SCHEDULER_NAME,
@@ -54,6 +54,7 @@ from bench.measuring import (
     bench_config,
     cpu_seconds,
     keep_counters,
+    started_scheduler,
     wait_bound,
 )
 from bench.objects import create_objects
@@ -95,7 +96,7 @@ from bench.workloads_report import (
 )
 from secondary_scheduler.cluster.localcluster import ClusterError
 from secondary_scheduler.cluster.progress import step
-from secondary_scheduler.cluster.schedulers import OURS, UPSTREAM, start_scheduler
+from secondary_scheduler.cluster.schedulers import OURS, UPSTREAM
 from secondary_scheduler.demo.main import example_config
 from secondary_scheduler.kube.client import JSON, ApiClient, ApiError
 from secondary_scheduler.kube.namespaces import ensure_namespace
@@ -423,83 +424,80 @@ class WorkloadsSection(WorkloadsReport):
                 names = [m["metadata"]["name"] for m in manifests]
                 claims = storage.claim_manifests(names, seed=seed)
                 await create_objects(api, claims_path(namespace), claims, options.concurrency)
-            busy = await context.wait_quiet(progress.update)
-            load = load_average()
-            progress.update("starting the scheduler")
-            scheduler = await asyncio.to_thread(
-                start_scheduler, kind, config, context.cluster.kubeconfig, directory, f"{prefix}-{kind}"
-            )
-            clock = PodClock()
-            watch = PodWatch(api, namespace, clock)
-            listed_claims: list[JSON] = []
-            listed_volumes: list[JSON] = []
-            try:
-                await watch.start()
-                progress.update("warming up")
-                await create_pods(api, namespace, warm, clock, options.concurrency)
-                await wait_bound(
-                    clock,
-                    watch.changed,
-                    {m["metadata"]["name"] for m in warm},
-                    progress.update,
-                    options.stall_timeout,
-                )
-                await asyncio.sleep(METRICS_SETTLE)
-                page = f"{prefix}-{klass}-{mode}.metrics"
-                before_metrics = await asyncio.to_thread(
-                    keep_counters, scheduler, directory / f"{page}-before.txt"
-                )
-                before_cpu = cpu_seconds(context, scheduler)
-                created = [0]
+            async with started_scheduler(
+                context, kind, config, directory, f"{prefix}-{kind}", progress.update
+            ) as run:
+                scheduler, busy, load = run.scheduler, run.busy_before, run.load_before
+                clock = PodClock()
+                watch = PodWatch(api, namespace, clock)
+                listed_claims: list[JSON] = []
+                listed_volumes: list[JSON] = []
+                try:
+                    await watch.start()
+                    progress.update("warming up")
+                    await create_pods(api, namespace, warm, clock, options.concurrency)
+                    await wait_bound(
+                        clock,
+                        watch.changed,
+                        {m["metadata"]["name"] for m in warm},
+                        progress.update,
+                        options.stall_timeout,
+                    )
+                    await asyncio.sleep(METRICS_SETTLE)
+                    page = f"{prefix}-{klass}-{mode}.metrics"
+                    before_metrics = await asyncio.to_thread(
+                        keep_counters, scheduler, directory / f"{page}-before.txt"
+                    )
+                    before_cpu = cpu_seconds(context, scheduler)
+                    created = [0]
 
-                def counted() -> None:
-                    created[0] += 1
+                    def counted() -> None:
+                        created[0] += 1
 
-                lags: list[float] = []
+                    lags: list[float] = []
 
-                async def on_schedule() -> None:
-                    lags.append(
-                        await create_on_schedule(
-                            api, namespace, manifests, clock, rate, options.concurrency, counted
+                    async def on_schedule() -> None:
+                        lags.append(
+                            await create_on_schedule(
+                                api, namespace, manifests, clock, rate, options.concurrency, counted
+                            )
                         )
-                    )
 
-                recorder = None
-                if options.profile and kind == OURS and (mode == SATURATION or options.profile_open_loop):
-                    recorder = Recorder(
-                        scheduler.process.pid, directory / f"{prefix}-{klass}-{mode}.pyspy.txt"
+                    recorder = None
+                    if options.profile and kind == OURS and (mode == SATURATION or options.profile_open_loop):
+                        recorder = Recorder(
+                            scheduler.process.pid, directory / f"{prefix}-{klass}-{mode}.pyspy.txt"
+                        )
+                    if mode == OPEN_LOOP:
+                        creating = asyncio.create_task(on_schedule())
+                    else:
+                        creating = asyncio.create_task(
+                            create_pods(api, namespace, manifests, clock, options.concurrency, counted)
+                        )
+                    shown = (lambda: created[0]) if len(targets) == len(manifests) else None
+                    await wait_bound(
+                        clock,
+                        watch.changed,
+                        set(targets),
+                        progress.update,
+                        options.stall_timeout,
+                        shown,
+                        creating,
                     )
-                if mode == OPEN_LOOP:
-                    creating = asyncio.create_task(on_schedule())
-                else:
-                    creating = asyncio.create_task(
-                        create_pods(api, namespace, manifests, clock, options.concurrency, counted)
+                    await creating
+                    lag = lags[0] if lags else math.nan
+                    profile = await asyncio.to_thread(recorder.stop) if recorder is not None else None
+                    await asyncio.sleep(METRICS_SETTLE)  # longer than DEFERRED_WORK_SECONDS
+                    after_cpu = cpu_seconds(context, scheduler)
+                    after_metrics = await asyncio.to_thread(
+                        keep_counters, scheduler, directory / f"{page}-after.txt"
                     )
-                shown = (lambda: created[0]) if len(targets) == len(manifests) else None
-                await wait_bound(
-                    clock,
-                    watch.changed,
-                    set(targets),
-                    progress.update,
-                    options.stall_timeout,
-                    shown,
-                    creating,
-                )
-                await creating
-                lag = lags[0] if lags else math.nan
-                profile = await asyncio.to_thread(recorder.stop) if recorder is not None else None
-                await asyncio.sleep(METRICS_SETTLE)  # longer than DEFERRED_WORK_SECONDS
-                after_cpu = cpu_seconds(context, scheduler)
-                after_metrics = await asyncio.to_thread(
-                    keep_counters, scheduler, directory / f"{page}-after.txt"
-                )
-                listed = (await api.list_all(pods_path(namespace)))["items"]
-                if klass == "pvc":
-                    listed_claims = (await api.list_all(claims_path(namespace)))["items"]
-                    listed_volumes = (await api.list_all(PVS))["items"]
-            finally:
-                await watch.stop()
-                await asyncio.to_thread(scheduler.stop)
+                    listed = (await api.list_all(pods_path(namespace)))["items"]
+                    if klass == "pvc":
+                        listed_claims = (await api.list_all(claims_path(namespace)))["items"]
+                        listed_volumes = (await api.list_all(PVS))["items"]
+                finally:
+                    await watch.stop()
             violations = check_placement(listed, nodes)
             if klass == "pvc":
                 measured_names = {m["metadata"]["name"] for m in manifests}
