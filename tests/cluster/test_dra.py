@@ -247,3 +247,53 @@ async def test_a_claim_per_pod_from_a_template(api: ApiClient, schedulers: None)
 
         result = same(await both("dra/template", pair, case))
         assert (result["a"]["node"], result["b"]["node"]) == ("n1", "n0")
+
+
+async def test_a_claim_shared_by_two_pods(api: ApiClient, schedulers: None) -> None:
+    """The second pod follows the allocation's node selector and is added to reservedFor."""
+    async with (
+        worlds(api, [NodeSpec(), NodeSpec(cpu="8")]) as pair,
+        devices(api, pair, {"n0": [gpu(0)], "n1": []}) as gpu_class,
+    ):
+
+        async def case(world: World) -> JSON:
+            await create_claim(world, "shared", claim_spec(gpu_class))
+            await claimed_pod(world, "a", resourceClaimName="shared")
+            first = await world.node_of("a")
+            await claimed_pod(world, "b", resourceClaimName="shared")
+            second = await world.node_of("b")
+
+            async def both_reserved() -> JSON | None:
+                claim = await allocation(world, "shared")
+                return claim if len(claim["reservedFor"]) == 2 else None
+
+            claim = await wait_for(both_reserved, f"{world.who}'s shared claim reserved twice", 60, 0.1)
+            return {"a": first, "b": second, "claim": claim}
+
+        result = same(await both("dra/shared", pair, case))
+        assert (result["a"], result["b"]) == ("n0", "n0")
+        assert result["claim"]["reservedFor"] == ["a", "b"]
+
+
+async def test_a_device_freed_by_a_deleted_pod_goes_to_the_waiting_one(
+    api: ApiClient, schedulers: None
+) -> None:
+    """The controller deallocates the claim of a deleted pod; the claim event requeues the waiting pod."""
+    async with (
+        worlds(api, [NodeSpec(), NodeSpec()]) as pair,
+        devices(api, pair, {"n0": [gpu(0)], "n1": []}) as gpu_class,
+    ):
+
+        async def case(world: World) -> JSON:
+            await create_claim(world, "first", claim_spec(gpu_class))
+            await create_claim(world, "second", claim_spec(gpu_class))
+            await claimed_pod(world, "a", resourceClaimName="first")
+            await world.node_of("a")
+            await claimed_pod(world, "b", resourceClaimName="second")
+            await world.condition("b")
+            await world.gone("a")
+            return {"b": await world.node_of("b"), "claim": await allocation(world, "second")}
+
+        result = same(await both("dra/freed", pair, case))
+        assert result["b"] == "n0"
+        assert result["claim"]["results"] == [("gpu", DRIVER, "n0", "gpu-0")]

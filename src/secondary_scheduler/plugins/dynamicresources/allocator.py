@@ -350,13 +350,23 @@ class Allocator:
             check_claim(claim)
         self.claims = claims
         self.classes = classes
-        self.slices = slices
+        self._node_local: dict[str, list[KubeObject]] = {}
+        """Slices for one node by name (most of them): a node reads its own, not every node's."""
+        self._shared: list[KubeObject] = []
+        """Slices for ``allNodes``, a ``nodeSelector`` (or that say nothing: skipped per node)."""
+        for slice_obj in slices:
+            node_name = (slice_obj.get("spec") or {}).get("nodeName")
+            if node_name:
+                self._node_local.setdefault(str(node_name), []).append(slice_obj)
+            else:
+                self._shared.append(slice_obj)
         self.allocated = allocated
         self.selector_results = selector_results
 
     def allocate(self, node: KubeObject) -> list[dict[str, Any]] | None:
         """One AllocationResult per claim if they all fit on ``node``, else None."""
-        pools = gather_pools(self.slices, node)
+        node_name = str((node.get("metadata") or {}).get("name", ""))
+        pools = gather_pools([*self._shared, *self._node_local.get(node_name, ())], node)
         search = _Search(self.claims, pools, self.allocated, self.selector_results)
         for claim_index, claim in enumerate(self.claims):
             search.requests.append(self._requests(search, claim_index, claim))

@@ -6,7 +6,8 @@ pool; only the slices of the pool's newest ``generation`` count; a pool with few
 than its ``resourceSliceCount`` is *incomplete* (still usable, but not for
 ``allocationMode: All``); a pool with a device name twice is *invalid* (allocation from the
 node fails with an error). Upstream visits pools in Go map order (random); here they come in
-the order their first slice arrives, which is one of upstream's possible orders.
+the order of their first slice as handed in (the allocator passes the slices for all nodes or
+a selector, then the node's own), which is one of upstream's possible orders.
 
 Fields of feature gates that kube-scheduler 1.34 leaves off (partitionable devices, device
 taints, consumable capacity, binding conditions) are refused with the slice and field named.
