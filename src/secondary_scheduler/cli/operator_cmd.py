@@ -9,6 +9,7 @@ import re
 from typing import Any
 from urllib.parse import urlsplit
 
+import aiohttp
 import click
 import yaml
 
@@ -277,12 +278,17 @@ def run_command(
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
     try:
         # Checked before kopf starts: a bad kubeconfig is the user's input, not the operator's failure.
-        kubeconfig_loader.load(kubeconfig, context, context_flag="--context")
+        connection = kubeconfig_loader.load(kubeconfig, context, context_flag="--context")
     except kubeconfig_loader.KubeconfigError as error:
         raise click.ClickException(str(error)) from error  # already FILE:LINE: FIELD: problem: fix
     options = OperatorOptions(namespace, kubeconfig, context, resync, liveness, readiness)
     try:
         asyncio.run(run(options))
+    except aiohttp.ClientConnectionError as error:  # kopf gave up on the API server after its retries
+        raise click.ClickException(
+            f"{connection.server}: cannot reach the API server ({error}): is it running and reachable "
+            "from here (address, port, firewall, proxy)? Check the kubeconfig's server"
+        ) from error
     except OSError as error:
         if error.errno != errno.EADDRINUSE:
             raise
