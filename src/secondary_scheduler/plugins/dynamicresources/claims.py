@@ -4,6 +4,8 @@
 (``resourceClaimTemplateName``): the controller manager then creates a claim owned by the pod
 and records its name in ``status.resourceClaimStatuses`` (``k8s.io/dynamic-resource-allocation/
 resourceclaim.Name``). Errors read as upstream's (they end up in FailedScheduling events).
+Templates themselves are not read: upstream's scheduler does not watch them (its
+system:kube-scheduler role has no rule for them).
 """
 
 from __future__ import annotations
@@ -16,9 +18,6 @@ from secondary_scheduler.framework.informers import Informer, Resource
 from secondary_scheduler.plugins.dynamicresources.allocator import DeviceID, allocated_device_ids
 
 RESOURCE_CLAIMS = Resource("resource.k8s.io/v1", "ResourceClaim", "resourceclaims", namespaced=True)
-RESOURCE_CLAIM_TEMPLATES = Resource(
-    "resource.k8s.io/v1", "ResourceClaimTemplate", "resourceclaimtemplates", namespaced=True
-)
 DEVICE_CLASSES = Resource("resource.k8s.io/v1", "DeviceClass", "deviceclasses", namespaced=False)
 RESOURCE_SLICES = Resource("resource.k8s.io/v1", "ResourceSlice", "resourceslices", namespaced=False)
 

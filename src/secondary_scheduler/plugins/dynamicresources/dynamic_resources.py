@@ -68,7 +68,6 @@ from secondary_scheduler.plugins.dynamicresources.claims import (
     DEVICE_CLASSES,
     FINALIZER,
     RESERVED_FOR_MAX_SIZE,
-    RESOURCE_CLAIM_TEMPLATES,
     RESOURCE_CLAIMS,
     RESOURCE_SLICES,
     ClaimLookupError,
@@ -119,9 +118,6 @@ class DynamicResources(PreFilterPlugin, FilterPlugin, PostFilterPlugin, ReserveP
     def __init__(self, args: Any, handle: Handle) -> None:
         super().__init__(args, handle)
         self.claims = handle.informer(RESOURCE_CLAIMS)
-        handle.informer(
-            RESOURCE_CLAIM_TEMPLATES
-        )  # templates are read by the controller; listed like upstream
         self.classes = handle.informer(DEVICE_CLASSES)
         self.slices = handle.informer(RESOURCE_SLICES)
         self.selector_results = SelectorResults()
