@@ -191,3 +191,18 @@ def test_gated_fields_are_refused_naming_the_field() -> None:
     assert status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
     assert "spec.devices.requests[0].exactly.tolerations" in status.message
     assert "DRADeviceTaints" in status.message
+
+
+def test_claim_events_requeue_only_what_may_help() -> None:
+    """isSchedulableAfterClaimChange: the pod's own claim changing status, or any deallocation."""
+    mine, other = gpu_claim("c"), gpu_claim("other")
+    plugin = plugin_with(mine, other)
+    pod = pod_with("c")
+    allocated = {"devices": {"results": []}}
+    assert plugin._claim_may_help(pod, None, mine)
+    assert plugin._claim_may_help(pod, mine, gpu_claim("c", allocation=allocated))
+    assert not plugin._claim_may_help(
+        pod, mine, {**mine, "metadata": {**mine["metadata"], "labels": {"a": "b"}}}
+    )
+    assert not plugin._claim_may_help(pod, other, gpu_claim("other", allocation=allocated))
+    assert plugin._claim_may_help(pod, gpu_claim("other", allocation=allocated), other)
