@@ -158,6 +158,8 @@ class ClusterLoad:
         """Per pod slot, its node's index (-1: not on a node)."""
         self._pod_cpu: FloatArray = np.zeros(_FIRST_PODS, dtype=np.float64)
         self._pod_memory: FloatArray = np.zeros(_FIRST_PODS, dtype=np.float64)
+        self._marks: IntArray = np.zeros(_FIRST_PODS, dtype=np.int64)
+        """Scratch, per pod slot: ``_repeats``' marks."""
 
     def __len__(self) -> int:
         return len(self.names)
@@ -235,11 +237,10 @@ class ClusterLoad:
         known = slots >= 0
         if not known.all():
             slots, cpu, memory = slots[known], cpu[known], memory[known]
-        if len(slots) > 1:
+        if self._repeats(slots):
             # A pod sampled twice in one batch: its last sample is the one that holds.
             last = len(slots) - 1 - np.unique(slots[::-1], return_index=True)[1]
-            if len(last) < len(slots):
-                slots, cpu, memory = slots[last], cpu[last], memory[last]
+            slots, cpu, memory = slots[last], cpu[last], memory[last]
         nodes = self._pod_node[slots]
         placed = nodes >= 0
         count = len(self.names)
@@ -248,6 +249,13 @@ class ClusterLoad:
         self.memory_used += np.bincount(on, (memory - self._pod_memory[slots])[placed], minlength=count)
         self._pod_cpu[slots] = cpu
         self._pod_memory[slots] = memory
+
+    def _repeats(self, slots: IntArray) -> bool:
+        """Whether a slot comes twice in ``slots`` (linear: each position marks its slot, and a slot
+        marked twice keeps only one of the marks)."""
+        positions = np.arange(len(slots))
+        self._marks[slots] = positions
+        return bool((self._marks[slots] != positions).any())
 
     def cpu_utilization(self) -> FloatArray:
         """Per node, CPU in use over capacity (1.0 = every core busy; may exceed 1 when overcommitted)."""
@@ -269,6 +277,7 @@ class ClusterLoad:
         self._pod_node = np.concatenate([self._pod_node, np.full(size, -1, dtype=np.int64)])
         self._pod_cpu = np.concatenate([self._pod_cpu, np.zeros(size)])
         self._pod_memory = np.concatenate([self._pod_memory, np.zeros(size)])
+        self._marks = np.zeros(2 * size, dtype=np.int64)
         self._free.extend(range(2 * size - 1, size - 1, -1))
 
 
