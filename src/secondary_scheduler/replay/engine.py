@@ -255,8 +255,7 @@ class ProfileReplay:
         last_pass = time.perf_counter()
         now: float | None = None
         samples: list[UsageSample] = []
-        # Read once per record (5.5 million in a generated week): kept local.
-        collect, kind_of, sample = samples.append, type, UsageSample
+        collect = samples.append  # once per record (5.5 million in a generated week): kept local
         for record in records:
             t = record.t
             if t != now:
@@ -271,10 +270,10 @@ class ProfileReplay:
                 now = t
                 await self._agenda_until(now, Kind.ARRIVAL)
                 self._advance(now)
-            if kind_of(record) is sample:
+            if type(record) is UsageSample:
                 collect(record)
             else:
-                assert kind_of(record) is PodArrival
+                assert type(record) is PodArrival
                 if samples:  # the samples before it first: it may be sampled again after it arrives
                     self.load.apply(samples)
                     samples.clear()

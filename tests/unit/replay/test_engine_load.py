@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from secondary_scheduler.replay.cluster import ClusterLoad, NodeShape, StartingCluster
+from secondary_scheduler.replay.trace import UsageSample
 
 SHAPE = NodeShape(cpu_millis=8_000, memory_bytes=32 * 2**30)
 
@@ -16,3 +17,17 @@ def test_a_pod_sampled_twice_in_one_batch_uses_its_last_sample() -> None:
     load.set_use(["a", "b", "a", "nobody"], [3.0, 2.0, 5.0, 9.0], [0.0, 0.0, 0.0, 0.0])
     assert load.use_of("a") == (5.0, 0.0)
     assert load.cpu_used.tolist() == [5.0, 2.0]
+
+
+def test_samples_find_their_pods_by_namespace_and_name() -> None:
+    load = ClusterLoad(StartingCluster.generated(1, SHAPE))
+    load.pod_arrived("one/vm", 1.0, 0.0)
+    load.pod_arrived("two/vm", 1.0, 0.0)
+    load.place("one/vm", "node-0000")
+    load.apply([UsageSample(0.0, "two/", "vm", 7.0, 0.0), UsageSample(0.0, "one", "vm", 3.0, 0.0)])
+    assert load.use_of("one/vm") == (3.0, 0.0)
+    assert load.use_of("two/vm") == (1.0, 0.0)  # "two/" is not namespace "two"
+    load.remove("one/vm")
+    load.apply([UsageSample(1.0, "one", "vm", 5.0, 0.0), UsageSample(1.0, "two", "vm", 2.0, 0.0)])
+    assert load.use_of("two/vm") == (2.0, 0.0)
+    assert load.cpu_used.tolist() == [0.0]
