@@ -171,15 +171,17 @@ class Framework:
                         f"profile {self.scheduler_name!r}: unknown plugin {name!r} (known: {known})"
                     )
                 args = validated_args(plugin_class, self.profile.plugin_args.get(name))
+                # Named as kube-scheduler's profile.NewMap and NewFramework name it.
+                where = (
+                    f'creating profile for scheduler name {self.scheduler_name}: initializing plugin "{name}"'
+                )
                 try:
                     plugin = plugin_class(args, self.handle)
-                except ValueError:
-                    raise  # the plugin refuses its args: its message says why
+                except ValueError as error:  # the plugin refuses its args or environment: its words
+                    raise ValueError(f"{where}: {error}") from error
                 except Exception as error:
                     log.debug("initializing plugin %s", name, exc_info=error)
-                    raise ValueError(
-                        f'profile {self.scheduler_name!r}: initializing plugin "{name}": {_describe(error)}'
-                    ) from error
+                    raise ValueError(f"{where}: {_describe(error)}") from error
                 self._instances[name] = plugin
             if not isinstance(plugin, kind):
                 raise ValueError(

@@ -79,7 +79,8 @@ def test_the_install_hint_is_the_clone_pip_installs_from(monkeypatch: pytest.Mon
 
 def test_a_plugin_refusing_its_environment_at_start_is_the_users_error(tmp_path: Path) -> None:
     """examples/score/config.yaml outside a pod: its in-cluster caFile is missing. That is a
-    StartupError naming the file and the field (kube-scheduler: "initializing profiles: …")."""
+    StartupError naming the file, the profile, the plugin and the field, as kube-scheduler names
+    them ("initializing profiles: creating profile for scheduler name X: initializing plugin "Y": …")."""
     config = yaml.safe_load((EXAMPLES / "config.yaml").read_text())
     missing = tmp_path / "not-mounted" / "service-ca.crt"
     for entry in config["profiles"][0]["pluginConfig"]:
@@ -109,7 +110,10 @@ def test_a_plugin_refusing_its_environment_at_start_is_the_users_error(tmp_path:
     )
     assert result.exit_code == 1
     assert "internal error" not in result.output
-    assert f"error: {tmp_path / 'config.yaml'}: initializing profiles: metricProvider.caFile" in result.output
+    assert (
+        f"error: {tmp_path / 'config.yaml'}: initializing profiles: creating profile for scheduler name "
+        'load-aware-scheduler: initializing plugin "TargetLoadPacking": metricProvider.caFile'
+    ) in result.output
     assert "remove caFile to trust the system CAs" in result.output
 
 
