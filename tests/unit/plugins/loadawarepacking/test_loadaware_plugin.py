@@ -220,3 +220,28 @@ async def test_before_any_snapshot_every_node_is_estimated_not_zero() -> None:
     scores, note = world.score(vm("p", limit="800m"))
     assert scores["a"] < 50 <= scores["b"]  # a: 8 cores x 1.5 = 75 % + the pod, over the target
     assert set(note.estimated) == {"a", "b"}
+
+
+async def test_a_pod_assumed_then_bound_still_teaches_but_one_that_left_does_not() -> None:
+    """The scheduler assumes a pod, then its binding replaces it in the table: no departure. (Every
+    group was once dropped as disturbed there, so nothing was ever learned in a live scheduler.)"""
+    for leaves in (False, True):
+        world = World({"a": CORES, "b": CORES})
+        world.cpu = {"a": (10.0, 0.0), "b": (10.0, 0.0)}
+        await world.refresh()
+        world.score(vm("probe"))  # takes the snapshot in: a's baseline is known
+        world.now += 60
+        pods = [vm(f"s{i}") for i in range(4)]
+        for pod in pods:
+            world.place(pod, "a")  # assumed: no binding yet
+        for pod in pods:
+            world.table.remove_pod(f"vms/{pod['metadata']['name']}")
+            world.place({**pod, "spec": {**pod["spec"], "nodeName": "a"}}, "a")  # the bound pod
+        if leaves:
+            world.table.remove_pod("vms/s0")
+        world.now += 900 + 60
+        world.cpu = {"a": (10.0 + 100 * 2800 / CAPACITY, 0.0), "b": (10.0, 0.0)}
+        await world.refresh()
+        world.score(vm("probe"))
+        lessons = world.gauge("secsched_loadaware_lessons_total", profile_plugin="LoadAwarePacking")
+        assert lessons == (None if leaves else 1), leaves
