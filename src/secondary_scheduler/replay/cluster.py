@@ -152,8 +152,6 @@ class ClusterLoad:
         self.static_pods: IntArray = np.zeros(len(self.names), dtype=np.int64)
         """Per node, the pods the starting cluster had on it (they stay)."""
         self._slot: dict[str, int] = {}
-        self._by_name: dict[str, dict[str, int]] = {}
-        """Pod name -> namespace -> its slot: ``_slot`` again, as ``apply`` looks pods up."""
         """Pod key -> its slot in the pod arrays."""
         self._free: list[int] = list(range(_FIRST_PODS - 1, -1, -1))
         self._pod_node: IntArray = np.full(_FIRST_PODS, -1, dtype=np.int64)
@@ -187,8 +185,6 @@ class ClusterLoad:
             self._grow()
         slot = self._free.pop()
         self._slot[key] = slot
-        namespace, name = _split(key)
-        self._by_name.setdefault(name, {})[namespace] = slot
         self._pod_node[slot] = -1
         self._pod_cpu[slot] = cpu
         self._pod_memory[slot] = memory
@@ -219,11 +215,6 @@ class ClusterLoad:
         """The pod is gone (deleted, preempted, or its trace ended)."""
         slot = self._slot.pop(key, None)
         if slot is not None:
-            namespace, name = _split(key)
-            namespaces = self._by_name[name]
-            del namespaces[namespace]
-            if not namespaces:
-                del self._by_name[name]
             self._off_node(slot)
             self._free.append(slot)
 
@@ -235,10 +226,8 @@ class ClusterLoad:
 
     def apply(self, samples: Sequence[UsageSample]) -> None:
         """``set_use`` of a trace's usage samples (an instant's, in stream order)."""
-        # By name, then namespace: a sample's strings are the generator's or reader's own, hashed
-        # once, where a "namespace/name" key would be a new string to hash for every sample.
-        lookup, none = self._by_name.get, _NO_NAMESPACES
-        slots = np.array([lookup(s.name, none).get(s.namespace, -1) for s in samples], dtype=np.int64)
+        lookup = self._slot.get
+        slots = np.array([lookup(f"{s.namespace}/{s.name}", -1) for s in samples], dtype=np.int64)
         cpu = np.array([s.cpu for s in samples], dtype=np.float64)
         memory = np.array([s.memory for s in samples], dtype=np.float64)
         self._set_use(slots, cpu, memory)
@@ -297,15 +286,6 @@ def _utilization(used: FloatArray, capacity: FloatArray) -> FloatArray:
     if capacity.all():
         return used / capacity
     return np.divide(used, capacity, out=np.zeros_like(used), where=capacity > 0)
-
-
-_NO_NAMESPACES: Mapping[str, int] = {}
-
-
-def _split(key: str) -> tuple[str, str]:
-    """(namespace, name) of a ``namespace/name`` key; a key without a namespace is all name."""
-    namespace, slash, name = key.partition("/")
-    return (namespace, name) if slash else ("", key)
 
 
 def requests_of(requests: Mapping[str, str]) -> tuple[float, float]:
