@@ -4,18 +4,21 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 EXAMPLE_PLUGINS := examples/plugins/secsched-example-plugins
+DEVTOOLS := devtools
 
 .PHONY: all setup binaries test lint demo bench clean conformance fuzz images
 
 all: test
 
-# A virtualenv with the package and its pinned dependencies, plus the example plugin package
-# (the tests run it end to end); redone when either pyproject changes.
-$(STAMP): pyproject.toml $(EXAMPLE_PLUGINS)/pyproject.toml
+# A virtualenv with the package and its pinned dependencies, the dev tooling (devtools/: the local
+# cluster, the demo, the image builder; a package of its own, so the runtime wheel holds none of it)
+# and the example plugin package (the tests run it end to end); redone when a pyproject changes.
+$(STAMP): pyproject.toml $(DEVTOOLS)/pyproject.toml $(EXAMPLE_PLUGINS)/pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11 or newer is needed (found " + sys.version.split()[0] + "); set PYTHON=/path/to/python3.11")'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e '$(DEVTOOLS)[demo]'
 	$(BIN)/pip install --quiet -e $(EXAMPLE_PLUGINS)
 	@touch $@
 
@@ -27,15 +30,16 @@ binaries: setup
 	$(BIN)/secsched cluster build
 
 lint: setup
-	$(BIN)/ruff check src tests bench examples
-	$(BIN)/ruff format --check src tests bench examples
+	$(BIN)/ruff check src $(DEVTOOLS) tests bench examples
+	$(BIN)/ruff format --check src $(DEVTOOLS) tests bench examples
 	$(BIN)/mypy
 
 # The scheduler and operator images as OCI archives in out/images (no container engine needed;
 # root, for mmdebstrap and chroot). The Debian + dependencies base is cached in
-# ~/.cache/secondary-scheduler/images-*, so a rebuild adds only the project layer.
+# ~/.cache/secondary-scheduler/images-*, so a rebuild adds only the project layer: the runtime
+# wheel alone (the builder lives in devtools/, which no image holds).
 images: setup
-	$(BIN)/python -m secondary_scheduler.cluster.images $(IMAGES_ARGS)
+	$(BIN)/python -m secsched_devtools.cluster.images $(IMAGES_ARGS)
 
 test: lint binaries images
 	$(BIN)/pytest

@@ -14,10 +14,10 @@ from collections.abc import Callable
 from bench.context import BenchContext
 from bench.objects import delete_each
 from bench.workload import delete_all_pods
-from secondary_scheduler.cluster import provisioner
-from secondary_scheduler.cluster.progress import step
 from secondary_scheduler.kube.client import ApiClient, ApiError
 from secondary_scheduler.kube.wait import poll_until
+from secsched_devtools.cluster import provisioner
+from secsched_devtools.cluster.progress import step
 
 PVS = provisioner.PVS
 

@@ -11,9 +11,9 @@ from pathlib import Path
 from rich.console import Console
 
 from bench.machine import BusyMeter, load_average
-from secondary_scheduler.cluster.localcluster import LocalCluster
-from secondary_scheduler.cluster.progress import console
 from secondary_scheduler.kube.client import ApiClient
+from secsched_devtools.cluster.localcluster import LocalCluster
+from secsched_devtools.cluster.progress import console
 
 
 @dataclass(frozen=True)

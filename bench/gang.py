@@ -42,11 +42,11 @@ from bench.measuring import (
 from bench.report import milliseconds, number
 from bench.stats import PodClock, percentile
 from bench.workload import PodWatch, create_pods, delete_all_pods, pod_manifests, pods_path
-from secondary_scheduler.cluster.progress import step
-from secondary_scheduler.cluster.schedulers import COSCHEDULING_PROFILE, scheduler_config
 from secondary_scheduler.kube.client import JSON, ApiClient, ApiError
 from secondary_scheduler.kube.namespaces import ensure_namespace
 from secondary_scheduler.plugins.coscheduling.podgroup import POD_GROUP_LABEL
+from secsched_devtools.cluster.progress import step
+from secsched_devtools.cluster.schedulers import COSCHEDULING_PROFILE, scheduler_config
 
 
 def podgroups_path(namespace: str) -> str:

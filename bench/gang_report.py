@@ -13,7 +13,7 @@ from bench.measuring import LABELS, SCHEDULER_NAME, best_run
 from bench.report import compared_runs_method, every_run, load_note, milliseconds, number, table
 from bench.runinfo import RunInfo
 from bench.stats import ratio
-from secondary_scheduler.cluster.schedulers import OURS, UPSTREAM
+from secsched_devtools.cluster.schedulers import OURS, UPSTREAM
 
 WARMUP_MEMBERS = 8
 

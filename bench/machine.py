@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from secondary_scheduler import __version__
-from secondary_scheduler.cluster import versions
+from secsched_devtools.cluster import versions
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 REPOSITORY = Path(__file__).resolve().parent.parent

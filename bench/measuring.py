@@ -21,7 +21,7 @@ from typing import Protocol, TypeVar
 from bench.context import BenchContext
 from bench.machine import load_average, process_cpu_seconds
 from bench.stats import PodClock
-from secondary_scheduler.cluster.schedulers import (
+from secsched_devtools.cluster.schedulers import (
     OURS,
     UPSTREAM,
     SchedulerRun,

@@ -16,9 +16,9 @@ import datetime
 from collections.abc import Callable
 from typing import Any
 
-from secondary_scheduler.cluster.nodes import NodeShape, plan_nodes
 from secondary_scheduler.kube.client import ApiClient, ApiError
 from secondary_scheduler.kube.wait import poll_until
+from secsched_devtools.cluster.nodes import NodeShape, plan_nodes
 
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
 NOT_READY_TAINT = "node.kubernetes.io/not-ready"

@@ -16,12 +16,12 @@ from pathlib import Path
 from bench import report
 from bench.context import BenchContext, BenchOptions
 from bench.runinfo import RunInfo
-from secondary_scheduler.cluster.localcluster import LocalCluster
-from secondary_scheduler.cluster.schedulers import OURS, UPSTREAM, single_plugin_config, start_scheduler
-from secondary_scheduler.demo.quality import Quality
-from secondary_scheduler.demo.run import run_workload
-from secondary_scheduler.demo.scenario import Scenario
-from secondary_scheduler.demo.workload import vm_fleet
+from secsched_devtools.cluster.localcluster import LocalCluster
+from secsched_devtools.cluster.schedulers import OURS, UPSTREAM, single_plugin_config, start_scheduler
+from secsched_devtools.demo.run import run_workload
+from secsched_devtools.demo.scenario import Scenario
+from secsched_devtools.demo.workload import vm_fleet
+from secsched_devtools.quality import Quality
 
 PLUGIN_ARGS = {
     "TargetLoadPacking": '          targetUtilization: 70\n          defaultRequestsMultiplier: "1"\n',

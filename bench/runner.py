@@ -13,11 +13,11 @@ from bench.context import BenchContext, BenchOptions
 from bench.machine import component_versions, load_average, machine, wait_for_low_load
 from bench.runinfo import RunInfo, Section
 from bench.sections import SECTIONS
-from secondary_scheduler.cluster.localcluster import ClusterOptions, LocalCluster
-from secondary_scheduler.cluster.nodes import NodeShape
-from secondary_scheduler.cluster.progress import console, step
 from secondary_scheduler.kube import kubeconfig
 from secondary_scheduler.kube.client import ApiClient
+from secsched_devtools.cluster.localcluster import ClusterOptions, LocalCluster
+from secsched_devtools.cluster.nodes import NodeShape
+from secsched_devtools.cluster.progress import console, step
 
 ENVIRONMENT = "environment"
 NODE_SHAPE = NodeShape(cpu="16", memory="64Gi", pods=110)

@@ -39,9 +39,9 @@ from bench.report import milliseconds, number
 from bench.stats import PodClock, Timings
 from bench.throughput_report import KUBE_DEFAULT_BURST, KUBE_DEFAULT_QPS, RunRecord, ThroughputReport
 from bench.workload import PodWatch, create_pods, delete_all_pods, pod_manifests
-from secondary_scheduler.cluster.progress import step
-from secondary_scheduler.cluster.schedulers import OURS, UPSTREAM
 from secondary_scheduler.kube.namespaces import ensure_namespace
+from secsched_devtools.cluster.progress import step
+from secsched_devtools.cluster.schedulers import OURS, UPSTREAM
 
 
 class ThroughputSection(ThroughputReport):

@@ -12,7 +12,7 @@ from bench.measuring import LABELS, SCHEDULER_NAME, best_run
 from bench.report import comparison_rows, every_run, milliseconds, number, table
 from bench.runinfo import RunInfo
 from bench.stats import RunMeasures, ratio
-from secondary_scheduler.cluster.schedulers import OURS, UPSTREAM
+from secsched_devtools.cluster.schedulers import OURS, UPSTREAM
 
 KUBE_DEFAULT_QPS = 50.0
 KUBE_DEFAULT_BURST = 100

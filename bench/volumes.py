@@ -52,10 +52,10 @@ from bench.report import milliseconds, number
 from bench.stats import PodClock, Timings, percentile
 from bench.volumes_report import STORAGE, WARMUP_PODS, StorageRecord, VolumeRunRecord, VolumesReport
 from bench.workload import create_pods, pods_path
-from secondary_scheduler.cluster.localcluster import PROVISIONER
-from secondary_scheduler.cluster.progress import step
 from secondary_scheduler.kube.client import JSON
 from secondary_scheduler.kube.namespaces import ensure_namespace
+from secsched_devtools.cluster.localcluster import PROVISIONER
+from secsched_devtools.cluster.progress import step
 
 COMPONENTS = (*SCHEDULER_COMPONENTS, PROVISIONER)
 """The cluster's processes whose CPU a run reads: the throughput section's and the provisioner."""

@@ -23,9 +23,9 @@ from bench.report import (
 )
 from bench.runinfo import RunInfo
 from bench.stats import RunMeasures, ratio
-from secondary_scheduler.cluster import provisioner
-from secondary_scheduler.cluster.localcluster import PROVISIONER
-from secondary_scheduler.cluster.schedulers import OURS, UPSTREAM
+from secsched_devtools.cluster import provisioner
+from secsched_devtools.cluster.localcluster import PROVISIONER
+from secsched_devtools.cluster.schedulers import OURS, UPSTREAM
 
 WARMUP_PODS = 10
 STORAGE = "storage alone"

@@ -94,12 +94,12 @@ from bench.workloads_report import (
     WorkloadRecord,
     WorkloadsReport,
 )
-from secondary_scheduler.cluster.localcluster import ClusterError
-from secondary_scheduler.cluster.progress import step
-from secondary_scheduler.cluster.schedulers import OURS, UPSTREAM
-from secondary_scheduler.demo.main import example_config
 from secondary_scheduler.kube.client import JSON, ApiClient, ApiError
 from secondary_scheduler.kube.namespaces import ensure_namespace
+from secsched_devtools.cluster.localcluster import ClusterError
+from secsched_devtools.cluster.progress import step
+from secsched_devtools.cluster.schedulers import OURS, UPSTREAM
+from secsched_devtools.repo import example_config
 
 
 def open_loop_rate(saturation: Iterable[float], fraction: float, ceiling: float = math.inf) -> int | None:

@@ -29,7 +29,7 @@ from bench.workloadclasses import (
     RISK_THRESHOLD,
     TARGET_LOAD_PACKING,
 )
-from secondary_scheduler.cluster.schedulers import OURS, UPSTREAM
+from secsched_devtools.cluster.schedulers import OURS, UPSTREAM
 
 SATURATION = "saturation"
 OPEN_LOOP = "open-loop"

@@ -50,8 +50,6 @@ ROLES: dict[str, tuple[str, str]] = {
     "scheduler": ("scheduler and operator (what the images run)", "#fff2cc"),
     "operator": ("scheduler and operator (what the images run)", "#fff2cc"),
     "replay": ("replay", "#d0e0e3"),
-    "cluster": ("dev tooling (local cluster, demo)", "#dddddd"),
-    "demo": ("dev tooling (local cluster, demo)", "#dddddd"),
 }
 SHARED = ("shared modules", "#ffffff")
 

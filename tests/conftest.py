@@ -13,8 +13,8 @@ from contextlib import asynccontextmanager
 
 import pytest
 
-from secondary_scheduler.cluster.localcluster import ClusterOptions, LocalCluster
 from secondary_scheduler.kube.client import ApiClient, ApiError
+from secsched_devtools.cluster.localcluster import ClusterOptions, LocalCluster
 
 CLUSTER_NODES = 5
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from secondary_scheduler.cluster import build, versions
+from secsched_devtools.cluster import build, versions
 
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "charts" / "secondary-scheduler"

@@ -8,9 +8,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from secondary_scheduler.cluster.schedulers import OURS, SchedulerRun, start_scheduler
 from secondary_scheduler.kube.client import ApiClient
 from secondary_scheduler.kube.wait import poll_until, wait_for
+from secsched_devtools.cluster.schedulers import OURS, SchedulerRun, start_scheduler
 
 SECONDARY_CONFIG = """\
 apiVersion: kubescheduler.config.k8s.io/v1

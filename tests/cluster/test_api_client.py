@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from secondary_scheduler.cluster.localcluster import LocalCluster
-from secondary_scheduler.demo.operatorflow import service_account_token
 from secondary_scheduler.kube.client import HTTP_LOGGER, ApiClient, ApiError, ApiUnavailable, resource_path
 from secondary_scheduler.kube.kubeconfig import Connection
+from secsched_devtools.cluster.localcluster import LocalCluster
+from secsched_devtools.demo.operatorflow import service_account_token
 
 
 def _config_map(name: str, value: str = "x") -> dict[str, object]:

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from secondary_scheduler.cluster import build, versions
+from secsched_devtools.cluster import build, versions
 
 BUNDLE = Path(__file__).resolve().parents[2] / "bundle"
 CSV = "manifests/secsched-operator.clusterserviceversion.yaml"

@@ -15,10 +15,10 @@ import httpx
 import pytest
 import yaml
 
-from secondary_scheduler.cluster.kubeconfigs import write_token_kubeconfig
-from secondary_scheduler.cluster.localcluster import LocalCluster, free_port
 from secondary_scheduler.kube.client import ApiClient
 from secondary_scheduler.kube.wait import wait_for
+from secsched_devtools.cluster.kubeconfigs import write_token_kubeconfig
+from secsched_devtools.cluster.localcluster import LocalCluster, free_port
 from tests.cluster.schedulerproc import SECONDARY_CONFIG, pod_manifest, running_scheduler, wait_all_bound
 
 pytestmark = pytest.mark.cluster

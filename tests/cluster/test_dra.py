@@ -19,10 +19,10 @@ from typing import Any
 
 import pytest
 
-from secondary_scheduler.cluster.localcluster import LocalCluster
-from secondary_scheduler.cluster.schedulers import OURS, UPSTREAM, SchedulerRun, start_scheduler
 from secondary_scheduler.kube.client import ApiClient, ApiError
 from secondary_scheduler.kube.wait import wait_for
+from secsched_devtools.cluster.localcluster import LocalCluster
+from secsched_devtools.cluster.schedulers import OURS, UPSTREAM, SchedulerRun, start_scheduler
 from tests.cluster.test_fidelity import NodeSpec, World, both, same, worlds
 
 pytestmark = pytest.mark.cluster

@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
-from secondary_scheduler.cluster.localcluster import LocalCluster
-from secondary_scheduler.cluster.schedulers import OURS, UPSTREAM, start_scheduler
 from secondary_scheduler.kube.client import ApiClient
 from secondary_scheduler.kube.wait import wait_for
+from secsched_devtools.cluster.localcluster import LocalCluster
+from secsched_devtools.cluster.schedulers import OURS, UPSTREAM, start_scheduler
 from tests.cluster.schedulerproc import create_pods, pod_manifest
 
 pytestmark = pytest.mark.cluster

@@ -24,9 +24,9 @@ from typing import Any
 
 import pytest
 
-from secondary_scheduler.cluster.localcluster import LocalCluster
 from secondary_scheduler.kube.client import ApiClient, ApiUnavailable
 from secondary_scheduler.kube.wait import poll_until, wait_for
+from secsched_devtools.cluster.localcluster import LocalCluster
 from tests.cluster.schedulerproc import create_pods, pod_manifest, running_scheduler
 
 pytestmark = pytest.mark.cluster

@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 import yaml
 
-from secondary_scheduler.cluster.localcluster import LocalCluster
-from secondary_scheduler.demo.operatorflow import service_account_token
 from secondary_scheduler.kube import kubeconfig
 from secondary_scheduler.kube.client import ApiClient, CredentialsUnavailable
+from secsched_devtools.cluster.localcluster import LocalCluster
+from secsched_devtools.demo.operatorflow import service_account_token
 
 pytestmark = pytest.mark.cluster
 

@@ -28,16 +28,16 @@ import orjson
 import pytest
 from aiohttp import web
 
-from secondary_scheduler.cluster.localcluster import LocalCluster
-from secondary_scheduler.cluster.schedulers import (
+from secondary_scheduler.kube.client import ApiClient
+from secondary_scheduler.kube.wait import wait_for
+from secsched_devtools.cluster.localcluster import LocalCluster
+from secsched_devtools.cluster.schedulers import (
     OURS,
     UPSTREAM,
     SchedulerRun,
     scheduler_config,
     start_scheduler,
 )
-from secondary_scheduler.kube.client import ApiClient
-from secondary_scheduler.kube.wait import wait_for
 
 pytestmark = pytest.mark.cluster
 

@@ -28,17 +28,17 @@ from typing import Any
 
 import pytest
 
-from secondary_scheduler.cluster.localcluster import LocalCluster
-from secondary_scheduler.cluster.nodes import (
+from secondary_scheduler.kube.client import ApiClient, ApiError
+from secondary_scheduler.kube.wait import wait_for
+from secsched_devtools.cluster.localcluster import LocalCluster
+from secsched_devtools.cluster.nodes import (
     KWOK_ANNOTATION,
     NodeShape,
     create_nodes,
     is_ready,
     node_manifest,
 )
-from secondary_scheduler.cluster.schedulers import OURS, UPSTREAM, SchedulerRun, start_scheduler
-from secondary_scheduler.kube.client import ApiClient, ApiError
-from secondary_scheduler.kube.wait import wait_for
+from secsched_devtools.cluster.schedulers import OURS, UPSTREAM, SchedulerRun, start_scheduler
 from tests.conftest import fresh_namespace
 
 pytestmark = pytest.mark.cluster

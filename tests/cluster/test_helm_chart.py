@@ -15,13 +15,13 @@ from typing import Any
 import pytest
 import yaml
 
-from secondary_scheduler.cluster import versions
 from secondary_scheduler.config.loader import load_config
 from secondary_scheduler.kube.manifests import substitute
 from secondary_scheduler.operator import names, rbac
 from secondary_scheduler.operator.render import ClusterFacts, plan
 from secondary_scheduler.operator.spec import parse_instance
 from secondary_scheduler.plugins.catalog import IN_TREE_CATALOG
+from secsched_devtools.cluster import versions
 from tests.cluster.helmchart import CHART, DEPLOY, by_kind, helm_binary, one, render, run_helm
 
 NS = names.DEFAULT_NAMESPACE

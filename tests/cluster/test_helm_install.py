@@ -18,12 +18,12 @@ from typing import Any
 
 import pytest
 
-from secondary_scheduler.cluster.kubeconfigs import write_token_kubeconfig
-from secondary_scheduler.cluster.localcluster import LocalCluster, free_port
-from secondary_scheduler.cluster.schedulers import OURS, launch, ours_command
 from secondary_scheduler.kube.client import ApiClient, ApiError, plural_of, resource_path
 from secondary_scheduler.kube.manifests import apply_manifests
 from secondary_scheduler.kube.wait import wait_for
+from secsched_devtools.cluster.kubeconfigs import write_token_kubeconfig
+from secsched_devtools.cluster.localcluster import LocalCluster, free_port
+from secsched_devtools.cluster.schedulers import OURS, launch, ours_command
 from tests.cluster.helmchart import helm_binary, one, render
 
 pytestmark = pytest.mark.cluster

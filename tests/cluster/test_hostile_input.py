@@ -23,10 +23,10 @@ from typing import Any
 import httpx
 import pytest
 
-from secondary_scheduler.cluster.localcluster import LocalCluster, free_port
 from secondary_scheduler.kube.client import ApiClient, ApiError
 from secondary_scheduler.kube.wait import wait_for
 from secondary_scheduler.operator import names
+from secsched_devtools.cluster.localcluster import LocalCluster, free_port
 
 pytestmark = pytest.mark.cluster
 

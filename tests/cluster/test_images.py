@@ -26,12 +26,12 @@ from urllib.parse import urlparse
 import pytest
 import yaml
 
-from secondary_scheduler.cluster import images, runc
-from secondary_scheduler.cluster.localcluster import LocalCluster, free_port
-from secondary_scheduler.demo.operatorflow import cr_conditions, install, service_account_token
 from secondary_scheduler.kube.client import ApiClient, ApiError, plural_of, resource_path
 from secondary_scheduler.kube.wait import wait_for
 from secondary_scheduler.operator import names
+from secsched_devtools.cluster import images, runc
+from secsched_devtools.cluster.localcluster import LocalCluster, free_port
+from secsched_devtools.demo.operatorflow import cr_conditions, install, service_account_token
 from tests.cluster.schedulerproc import pod_manifest, wait_all_bound
 
 pytestmark = pytest.mark.cluster

@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
-from secondary_scheduler.cluster.localcluster import ClusterOptions, LocalCluster
-from secondary_scheduler.cluster.schedulers import SchedulerRun, single_plugin_config
 from secondary_scheduler.kube.client import ApiClient
 from secondary_scheduler.kube.wait import poll_until, wait_for
+from secsched_devtools.cluster.localcluster import ClusterOptions, LocalCluster
+from secsched_devtools.cluster.schedulers import SchedulerRun, single_plugin_config
 from tests.cluster.schedulerproc import pod_manifest, running_scheduler
 from tests.conftest import fresh_namespace
 

@@ -10,14 +10,14 @@ from typing import Any
 
 import pytest
 
-from secondary_scheduler.cluster import processes
-from secondary_scheduler.cluster.loadmodel import pod_usage
-from secondary_scheduler.cluster.localcluster import LocalCluster
-from secondary_scheduler.cluster.nodes import is_ready
 from secondary_scheduler.kube.client import ApiClient
 from secondary_scheduler.kube.podphase import TERMINAL_PHASES
 from secondary_scheduler.kube.quantity import milli_value
 from secondary_scheduler.kube.wait import wait_for
+from secsched_devtools.cluster import processes
+from secsched_devtools.cluster.loadmodel import pod_usage
+from secsched_devtools.cluster.localcluster import LocalCluster
+from secsched_devtools.cluster.nodes import is_ready
 from tests.conftest import CLUSTER_NODES
 
 pytestmark = pytest.mark.cluster

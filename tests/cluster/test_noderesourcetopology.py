@@ -25,14 +25,14 @@ from typing import Any
 import pytest
 import yaml
 
-from secondary_scheduler.cluster.localcluster import LocalCluster
-from secondary_scheduler.cluster.nodes import NodeShape, create_nodes, is_ready, node_manifest
-from secondary_scheduler.cluster.schedulers import OURS, UPSTREAM, SchedulerRun, start_scheduler
 from secondary_scheduler.kube.client import ApiClient, ApiError
 from secondary_scheduler.kube.wait import wait_for
 from secondary_scheduler.pluginapi import CycleState, Handle, NodeTable, PodInfo
 from secondary_scheduler.plugins.noderesourcetopology import fingerprint
 from secondary_scheduler.plugins.noderesourcetopology.plugin import NodeResourceTopologyMatch
+from secsched_devtools.cluster.localcluster import LocalCluster
+from secsched_devtools.cluster.nodes import NodeShape, create_nodes, is_ready, node_manifest
+from secsched_devtools.cluster.schedulers import OURS, UPSTREAM, SchedulerRun, start_scheduler
 
 pytestmark = pytest.mark.cluster
 

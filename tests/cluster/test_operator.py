@@ -26,13 +26,13 @@ from typing import Any
 import pytest
 import yaml
 
-from secondary_scheduler.cluster.kubeconfigs import write_token_kubeconfig
-from secondary_scheduler.cluster.localcluster import LocalCluster, free_port
 from secondary_scheduler.kube import kubeconfig as kubeconfig_loader
 from secondary_scheduler.kube.client import ApiClient, ApiError, plural_of, resource_path
 from secondary_scheduler.kube.wait import wait_for
 from secondary_scheduler.operator import controller, names
 from secondary_scheduler.operator.render import ObjectRef, managed_refs
+from secsched_devtools.cluster.kubeconfigs import write_token_kubeconfig
+from secsched_devtools.cluster.localcluster import LocalCluster, free_port
 from tests.unit.operator.opbuilders import SEED_CONFIG
 
 pytestmark = pytest.mark.cluster

@@ -13,8 +13,8 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from secondary_scheduler.cluster.localcluster import LocalCluster
 from secondary_scheduler.kube.client import ApiClient
+from secsched_devtools.cluster.localcluster import LocalCluster
 from tests.cluster.test_operator import (  # noqa: F401  (admin, installed, operator: fixtures)
     DEPLOYMENT_PATH,
     admin,

@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
-from secondary_scheduler.cluster.localcluster import LocalCluster
-from secondary_scheduler.cluster.nodes import NodeShape
-from secondary_scheduler.cluster.schedulers import SchedulerRun
 from secondary_scheduler.kube.client import ApiClient
 from secondary_scheduler.kube.wait import wait_for
+from secsched_devtools.cluster.localcluster import LocalCluster
+from secsched_devtools.cluster.nodes import NodeShape
+from secsched_devtools.cluster.schedulers import SchedulerRun
 from tests.cluster.permitgroup import GROUP_LABEL
 from tests.cluster.schedulerproc import (
     create_pods,

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from secondary_scheduler.cluster.localcluster import LocalCluster
 from secondary_scheduler.kube.client import ApiClient
 from secondary_scheduler.kube.wait import wait_for
+from secsched_devtools.cluster.localcluster import LocalCluster
 from tests.cluster.schedulerproc import create_pods, pod_manifest, running_scheduler, wait_all_bound
 
 pytestmark = pytest.mark.cluster

@@ -26,10 +26,10 @@ from typing import Any
 
 import pytest
 
-from secondary_scheduler.cluster.localcluster import LocalCluster
-from secondary_scheduler.cluster.nodes import NodeShape, create_nodes, is_ready, node_manifest
 from secondary_scheduler.kube.client import ApiClient, ApiError, ApiUnavailable
 from secondary_scheduler.kube.wait import wait_for
+from secsched_devtools.cluster.localcluster import LocalCluster
+from secsched_devtools.cluster.nodes import NodeShape, create_nodes, is_ready, node_manifest
 from tests.cluster.schedulerproc import running_scheduler
 from tests.conftest import fresh_namespace
 

@@ -54,12 +54,8 @@ from typing import Any
 import pytest
 import yaml
 
-from secondary_scheduler.cluster.loadmodel import CPU_ANNOTATION, MEMORY_ANNOTATION, pod_usage
-from secondary_scheduler.cluster.localcluster import ClusterOptions, LocalCluster
-from secondary_scheduler.cluster.schedulers import SchedulerRun
 from secondary_scheduler.config import load_config
 from secondary_scheduler.config.model import SchedulerConfiguration
-from secondary_scheduler.demo.quality import Quality, measure
 from secondary_scheduler.kube.client import ApiClient
 from secondary_scheduler.kube.quantity import int_value, milli_value
 from secondary_scheduler.kube.wait import wait_for
@@ -75,6 +71,10 @@ from secondary_scheduler.replay.trace import (
     open_trace,
     write_trace,
 )
+from secsched_devtools.cluster.loadmodel import CPU_ANNOTATION, MEMORY_ANNOTATION, pod_usage
+from secsched_devtools.cluster.localcluster import ClusterOptions, LocalCluster
+from secsched_devtools.cluster.schedulers import SchedulerRun
+from secsched_devtools.quality import Quality, measure
 from tests.cluster.schedulerproc import running_scheduler
 from tests.conftest import fresh_namespace
 

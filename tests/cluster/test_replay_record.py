@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from secondary_scheduler.cluster.localcluster import LocalCluster
 from secondary_scheduler.kube.client import ApiClient
 from secondary_scheduler.kube.wait import wait_for
 from secondary_scheduler.plugins.trimaran.source import MetricSource
 from secondary_scheduler.replay.record import PrometheusQueries, RecordOptions, record
 from secondary_scheduler.replay.trace import PodArrival, UsageSample, open_trace
+from secsched_devtools.cluster.localcluster import LocalCluster
 from tests.cluster.schedulerproc import pod_manifest
 
 pytestmark = pytest.mark.cluster

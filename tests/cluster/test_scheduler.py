@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from secondary_scheduler.cluster.localcluster import LocalCluster
-from secondary_scheduler.cluster.nodes import NodeShape
 from secondary_scheduler.kube.client import ApiClient
 from secondary_scheduler.kube.quantity import resource_value
 from secondary_scheduler.kube.wait import wait_for
+from secsched_devtools.cluster.localcluster import LocalCluster
+from secsched_devtools.cluster.nodes import NodeShape
 from tests.cluster.schedulerproc import (
     create_pods,
     metric_reaches,

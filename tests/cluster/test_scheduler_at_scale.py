@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from secondary_scheduler.cluster.localcluster import ClusterOptions, LocalCluster
 from secondary_scheduler.kube.client import ApiClient
 from secondary_scheduler.kube.wait import wait_for
+from secsched_devtools.cluster.localcluster import ClusterOptions, LocalCluster
 from tests.cluster.schedulerproc import (
     SECONDARY_CONFIG,
     create_pods,

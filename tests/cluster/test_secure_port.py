@@ -22,10 +22,10 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from secondary_scheduler.cluster import versions
-from secondary_scheduler.cluster.localcluster import LocalCluster, free_port
-from secondary_scheduler.cluster.schedulers import OURS, UPSTREAM, SchedulerRun, launch, ours_command
 from secondary_scheduler.kube.client import ApiClient
+from secsched_devtools.cluster import versions
+from secsched_devtools.cluster.localcluster import LocalCluster, free_port
+from secsched_devtools.cluster.schedulers import OURS, UPSTREAM, SchedulerRun, launch, ours_command
 
 CONFIG = """\
 apiVersion: kubescheduler.config.k8s.io/v1

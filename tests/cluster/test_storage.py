@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from secondary_scheduler.cluster import provisioner
-from secondary_scheduler.cluster.nodes import MAX_VOLUMES_LABEL, STORAGE_LABEL
 from secondary_scheduler.kube.client import ApiClient, ApiError
 from secondary_scheduler.kube.quantity import int_value
 from secondary_scheduler.kube.wait import wait_for
+from secsched_devtools.cluster import provisioner
+from secsched_devtools.cluster.nodes import MAX_VOLUMES_LABEL, STORAGE_LABEL
 
 pytestmark = pytest.mark.cluster
 

@@ -17,11 +17,11 @@ from typing import Any
 
 import pytest
 
-from secondary_scheduler.cluster.localcluster import ClusterOptions, LocalCluster
-from secondary_scheduler.cluster.schedulers import single_plugin_config
-from secondary_scheduler.demo.workload import SIZES, virt_launcher
 from secondary_scheduler.kube.client import ApiClient
 from secondary_scheduler.kube.wait import wait_for
+from secsched_devtools.cluster.localcluster import ClusterOptions, LocalCluster
+from secsched_devtools.cluster.schedulers import single_plugin_config
+from secsched_devtools.demo.workload import SIZES, virt_launcher
 from tests.cluster.schedulerproc import pod_manifest, running_scheduler
 from tests.conftest import fresh_namespace
 

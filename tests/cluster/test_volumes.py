@@ -20,18 +20,18 @@ from typing import Any
 
 import pytest
 
-from secondary_scheduler.cluster import provisioner
-from secondary_scheduler.cluster.localcluster import LocalCluster
-from secondary_scheduler.cluster.nodes import MAX_VOLUMES_LABEL
-from secondary_scheduler.cluster.schedulers import (
+from secondary_scheduler.kube.client import ApiClient, ApiError
+from secondary_scheduler.kube.wait import wait_for
+from secsched_devtools.cluster import provisioner
+from secsched_devtools.cluster.localcluster import LocalCluster
+from secsched_devtools.cluster.nodes import MAX_VOLUMES_LABEL
+from secsched_devtools.cluster.schedulers import (
     OURS,
     UPSTREAM,
     SchedulerRun,
     scheduler_config,
     start_scheduler,
 )
-from secondary_scheduler.kube.client import ApiClient, ApiError
-from secondary_scheduler.kube.wait import wait_for
 from tests.conftest import CLUSTER_NODES, fresh_namespace
 
 pytestmark = pytest.mark.cluster

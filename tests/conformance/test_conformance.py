@@ -27,12 +27,12 @@ import pytest
 
 from secondary_scheduler.cli.score_inputs import ClusterSnapshot, RecentPod
 from secondary_scheduler.cli.score_run import CycleError, explain
-from secondary_scheduler.cluster import build, versions
 from secondary_scheduler.config import load_config
 from secondary_scheduler.config.model import Profile
 from secondary_scheduler.plugins.catalog import IN_TREE_CATALOG
 from secondary_scheduler.plugins.registry import in_tree_registry
 from secondary_scheduler.plugins.trimaran.watchermetrics import WatcherMetrics
+from secsched_devtools.cluster import build, versions
 from tests.conformance.cases import JSON, Case, Generator
 
 CASES = int(os.environ.get("CONFORMANCE_CASES", "300"))

@@ -43,8 +43,8 @@ from bench.workloads import WorkloadsSection, create_on_schedule, open_loop_rate
 from bench.workloads_report import OPEN_LOOP, SATURATION, WorkloadRecord, open_loop_rule
 from tests.unit.bench.reportparts import run_info
 
-from secondary_scheduler.cluster.nodes import NodeShape, plan_nodes
-from secondary_scheduler.cluster.schedulers import OURS, UPSTREAM
+from secsched_devtools.cluster.nodes import NodeShape, plan_nodes
+from secsched_devtools.cluster.schedulers import OURS, UPSTREAM
 
 JSON = dict[str, Any]
 SCHEDULER = "bench-scheduler"

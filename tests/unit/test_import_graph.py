@@ -4,9 +4,11 @@ What it guards (issues 16 and 40): no import cycle between the package's parts; 
 framework knows no plugin; the config loader imports no plugin, not even lazily (each
 command hands it a plugin catalog); the scheduling loop and ``secsched score`` reach
 plugins only through the registry; the public plugin API depends on no plugin; the
-operator checks a ConfigMap without loading plugin code or numpy; and what the scheduler
-and the operator run never loads the dev tooling (the local cluster, the demo,
-matplotlib, httpx).
+operator checks a ConfigMap without loading plugin code or numpy; what the scheduler
+and the operator run never loads the dev tooling (matplotlib, httpx, and the local cluster
+and the demo, a package of their own: devtools/, ``secsched_devtools``), which no module
+of the runtime package imports: the CLI names its two commands and imports them by name
+when they run; and bench/ takes from the demo only the workload it replays.
 
 Every import counts, including those inside functions (they run when the function does),
 except those under ``if TYPE_CHECKING:`` (never executed).
@@ -23,14 +25,15 @@ from pathlib import Path
 import pytest
 
 import secondary_scheduler
-from secondary_scheduler.cli.main import COMMANDS
+from secondary_scheduler.cli.main import COMMANDS, DEVTOOLS_PACKAGE
 
 PACKAGE = "secondary_scheduler"
 ROOT = Path(secondary_scheduler.__file__).resolve().parent
 PLUGINS = f"{PACKAGE}.plugins"
 REGISTRY = f"{PACKAGE}.plugins.registry"
 CATALOG = f"{PACKAGE}.plugins.catalog"
-DEV_TOOLING = ("matplotlib", "httpx", f"{PACKAGE}.cluster", f"{PACKAGE}.demo")
+DEV_TOOLING = ("matplotlib", "httpx", DEVTOOLS_PACKAGE)
+BENCH = ROOT.parents[1] / "bench"
 
 
 def _module_files() -> dict[str, tuple[Path, bool]]:
@@ -263,6 +266,35 @@ def test_a_runtime_command_loads_no_dev_tooling(command: str) -> None:
     assert [chain(everything, module) for module in loaded] == []
 
 
+def test_the_runtime_package_imports_no_dev_tooling_and_names_it_once() -> None:
+    """The dev tooling (devtools/) is not in the wheel the images install: no module of the
+    runtime imports it, not even inside a function, and the one place naming it is the CLI's
+    hook, `cli.main.DEVTOOLS_PACKAGE`, through which `cluster` and `demo` alone are imported."""
+    tooling = [module for module in MODULES for name in imports_of(module) if under(name, DEVTOOLS_PACKAGE)]
+    assert tooling == []
+    naming = [module for module, (path, _) in MODULES.items() if DEVTOOLS_PACKAGE in path.read_text()]
+    assert naming == [f"{PACKAGE}.cli.main"]
+    through_the_hook = {name for name, spec in COMMANDS.items() if spec.devtools}
+    assert through_the_hook == {"cluster", "demo"}
+    targets = {name for name, spec in COMMANDS.items() if under(spec.target, DEVTOOLS_PACKAGE)}
+    assert targets == through_the_hook
+
+
+def test_bench_takes_from_the_demo_only_the_workload_it_replays() -> None:
+    """bench/'s placement section runs the demo's VM fleet on the demo's scenario; the rest
+    it shares with the demo (example config, placement quality) comes from the dev tooling's
+    shared modules, never from the demo's entry point, scenes or report (matplotlib, rich)."""
+    allowed = {f"{DEVTOOLS_PACKAGE}.demo.{name}" for name in ("run", "scenario", "workload")}
+    found: set[str] = set()
+    for path in sorted(BENCH.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and under(node.module or "", f"{DEVTOOLS_PACKAGE}.demo"):
+                found.add(node.module or "")
+            elif isinstance(node, ast.Import):
+                found.update(a.name for a in node.names if under(a.name, f"{DEVTOOLS_PACKAGE}.demo"))
+    assert found <= allowed and found, sorted(found - allowed)
+
+
 def test_the_cli_root_imports_no_command() -> None:
     """The commands are imported lazily: the root module names them, it does not import them."""
     commands = {spec.target.partition(":")[0] for spec in COMMANDS.values()}
@@ -274,4 +306,4 @@ def test_the_graph_is_read() -> None:
     assert f"{PACKAGE}.framework.runtime" in MODULES and REGISTRY in MODULES
     assert f"{PACKAGE}.plugins.noderesources.fit" in reachable([REGISTRY])
     assert f"{PACKAGE}.framework.interface" in imports_of(f"{PACKAGE}.pluginapi")
-    assert "matplotlib" in reachable(modules_under(f"{PACKAGE}.demo"))
+    assert "matplotlib" in reachable([f"{PACKAGE}.replay.plots"])

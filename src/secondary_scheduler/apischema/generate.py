@@ -3,7 +3,7 @@
     python -m secondary_scheduler.apischema.generate
 
 Reads `$(go env GOMODCACHE)/k8s.io/kubernetes@v1.34.12/api/openapi-spec/v3` (there after
-`make binaries`) and the CRDs under `cluster/crds`, and keeps only what strict decoding needs:
+`make binaries`) and the CRDs under the clone's `deploy/crds`, and keeps only what strict decoding needs:
 each type's field names and the type of each field (object, list of, map of, or a scalar).
 """
 
@@ -26,7 +26,7 @@ GROUP_VERSIONS = (
     "apis__storage.k8s.io__v1",
     "apis__resource.k8s.io__v1",
 )
-CRDS = Path(__file__).resolve().parent.parent / "cluster" / "crds"
+CRDS = Path(__file__).resolve().parents[3] / "deploy" / "crds"
 TARGET = Path(__file__).resolve().parent / "fields.py"
 _PREFIXES = ("io.k8s.api.", "io.k8s.apimachinery.pkg.apis.", "io.k8s.apimachinery.pkg.")
 

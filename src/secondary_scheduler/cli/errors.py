@@ -3,7 +3,9 @@
 Bad input: `error: FILE[:LINE]: FIELD: what is wrong: how to fix it` on stderr, exit 1.
 A usage error (an unknown flag, a bad flag value): Click's usage message, exit 2.
 A missing optional dependency: `error: secsched CMD needs PACKAGE ...: pip install ...`, naming
-the extra that installs it (from a clone: the package is on no index), exit 1.
+the extra that installs it (from a clone: the package is on no index), exit 1. The same for the
+dev tooling (`cluster`, `demo`), a package of its own (devtools/, secondary-scheduler-devtools):
+its extras, or the whole package when it is not installed.
 A bug: one `error: internal error ...` line, exit 1; its traceback only with `--v=5` (or more)
 or `SECSCHED_DEBUG=1`, because a traceback tells a user nothing about their input. Nothing else
 may end there: input and missing extras have their own lines above.
@@ -16,6 +18,7 @@ import os
 import shlex
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -27,12 +30,33 @@ from secondary_scheduler.safeyaml import YamlLimitError, read_limited
 DEBUG_ENV = "SECSCHED_DEBUG"
 DEBUG_VERBOSITY = 5
 
-EXTRA_OF_PACKAGE = {"rich": "cli", "httpx": "cluster", "matplotlib": "demo", "kopf": "operator"}
-"""Optional dependencies, and the extra of this package (pyproject.toml) that installs each."""
 
-EXTRA_OF_COMMAND = {"cluster": "cluster", "demo": "demo", "operator run": "operator"}
-"""Commands that need a whole extra: the one to name, whichever of its packages is missing (the
-[cluster] extra brings rich too, so `cluster up` without rich asks for [cluster], not [cli])."""
+@dataclass(frozen=True)
+class Project:
+    """A package of this repository, which pip installs from a clone (none is on an index)."""
+
+    distribution: str
+    directory: str
+    """Where its pyproject.toml is, in the clone."""
+
+
+RUNTIME = Project("secondary-scheduler", ".")
+DEVTOOLS = Project("secondary-scheduler-devtools", "devtools")
+"""The dev tooling: the local cluster, the demo, the image builder; never in the images."""
+
+EXTRA_OF_PACKAGE = {"rich": "cli", "matplotlib": "replay", "kopf": "operator"}
+"""Optional dependencies of this package, and its extra (pyproject.toml) that installs each."""
+
+EXTRA_OF_COMMAND = {"operator run": "operator"}
+"""Commands that need a whole extra of this package: the one to name, whichever of its packages
+is missing."""
+
+DEVTOOLS_EXTRA_OF_COMMAND = {"cluster": "cluster", "demo": "demo"}
+"""The dev tooling's commands, and the extra of devtools/ each needs, whichever of its packages
+is missing (the [cluster] extra brings rich too, so `cluster up` without rich asks for [cluster])."""
+
+DEVTOOLS_OPTIONAL = frozenset({"httpx", "rich", "matplotlib", "kopf"})
+"""What devtools/'s extras install: one of them missing under a dev-tooling command is an extra."""
 
 
 def where(source: str, line: int | None = None, field: str | None = None) -> str:
@@ -102,16 +126,18 @@ def _shown(path: str) -> str:
     return "<stdin>" if path == "-" else path
 
 
-def install_hint(extra: str) -> str:
-    """How to add `extra` to this installation. The package is on no index, so pip installs it
-    from a clone of the repository: this one's path when the running code is an editable install."""
-    source = Path(secondary_scheduler.__file__).resolve().parents[2]
+def install_hint(extra: str, project: Project = RUNTIME) -> str:
+    """How to add `project` with `extra` to this installation. No package of the repository is on
+    an index, so pip installs it from a clone: this one's path when the running code is an
+    editable install of it."""
+    source = Path(secondary_scheduler.__file__).resolve().parents[2] / project.directory
     pyproject = source / "pyproject.toml"
-    if pyproject.is_file() and 'name = "secondary-scheduler"' in pyproject.read_text(errors="replace"):
+    if pyproject.is_file() and f'name = "{project.distribution}"' in pyproject.read_text(errors="replace"):
         return f"pip install -e {shlex.quote(f'{source}[{extra}]')}"
+    within = "" if project is RUNTIME else f"/{project.directory}"
     return (
-        f"in a clone of the repository, pip install '.[{extra}]' "
-        f"(from elsewhere: pip install '/path/to/the/clone[{extra}]')"
+        f"in a clone of the repository, pip install '.{within}[{extra}]' "
+        f"(from elsewhere: pip install '/path/to/the/clone{within}[{extra}]')"
     )
 
 
@@ -119,15 +145,32 @@ def missing_extra(error: ModuleNotFoundError, command: str) -> click.ClickExcept
     """The error to show for `error` if it is an optional dependency missing (None if it is not:
     a module of ours or a pinned dependency missing is a broken installation, reported as a bug)."""
     package = (error.name or "").partition(".")[0]
-    if package not in EXTRA_OF_PACKAGE:
-        return None
-    extra = next(
-        (extra for prefix, extra in EXTRA_OF_COMMAND.items() if f"{command} ".startswith(f"{prefix} ")),
-        EXTRA_OF_PACKAGE[package],
-    )
+    tool = command.partition(" ")[0]
+    if tool in DEVTOOLS_EXTRA_OF_COMMAND:
+        if package not in DEVTOOLS_OPTIONAL:
+            return None
+        extra, project = DEVTOOLS_EXTRA_OF_COMMAND[tool], DEVTOOLS
+        whose = f" of {DEVTOOLS.distribution}"
+    else:
+        if package not in EXTRA_OF_PACKAGE:
+            return None
+        extra = next(
+            (extra for prefix, extra in EXTRA_OF_COMMAND.items() if f"{command} ".startswith(f"{prefix} ")),
+            EXTRA_OF_PACKAGE[package],
+        )
+        project, whose = RUNTIME, ""
     return click.ClickException(
         f"`secsched {command}` needs {package}, which this installation lacks "
-        f"(the [{extra}] extra): {install_hint(extra)}"
+        f"(the [{extra}] extra{whose}): {install_hint(extra, project)}"
+    )
+
+
+def missing_devtools(command: str) -> click.ClickException:
+    """`secsched cluster` or `demo` where the dev tooling's package is not installed: which to install."""
+    extra = DEVTOOLS_EXTRA_OF_COMMAND[command]
+    return click.ClickException(
+        f"`secsched {command}` is dev tooling, in the {DEVTOOLS.distribution} package, which this "
+        f"installation lacks (the images never hold it): {install_hint(extra, DEVTOOLS)}"
     )
 
 

@@ -9,8 +9,14 @@ from dataclasses import dataclass
 import click
 
 from secondary_scheduler import __version__
-from secondary_scheduler.cli.errors import ContractGroup, missing_extra
+from secondary_scheduler.cli.errors import ContractGroup, missing_devtools, missing_extra
 from secondary_scheduler.scheduler.options import normalise_argv
+
+DEVTOOLS_PACKAGE = "secsched_devtools"
+"""The dev tooling's import package (devtools/ of the repository, distribution
+secondary-scheduler-devtools; never in the images). The runtime package's one door to it is
+COMMANDS' `cluster` and `demo` targets below, imported by name when one of them runs: no module
+of secondary_scheduler imports it (tests/unit/test_import_graph.py)."""
 
 
 @dataclass(frozen=True)
@@ -19,6 +25,9 @@ class LazyCommand:
     """``module:attribute`` of the click command, imported only when the command runs."""
     summary: str
     """The line `secsched --help` shows (without importing the command)."""
+    devtools: bool = False
+    """Whether the command lives in the dev tooling's package (DEVTOOLS_PACKAGE), which an
+    installation may lack: then running it says which package to install."""
 
 
 COMMANDS: dict[str, LazyCommand] = {
@@ -44,12 +53,14 @@ COMMANDS: dict[str, LazyCommand] = {
         "secondary_scheduler.cli.trace_cmd:trace", "Generate a workload trace for `secsched replay`."
     ),
     "cluster": LazyCommand(
-        "secondary_scheduler.cli.cluster_cmd:cluster",
+        f"{DEVTOOLS_PACKAGE}.cluster.command:cluster",
         "Dev tooling: a real Kubernetes control plane here.",
+        devtools=True,
     ),
     "demo": LazyCommand(
-        "secondary_scheduler.cli.demo_cmd:demo",
+        f"{DEVTOOLS_PACKAGE}.demo.command:demo",
         "Dev tooling: the whole system here, against upstream.",
+        devtools=True,
     ),
 }
 """In the order `secsched --help` lists them: what a user runs first, the dev tooling last.
@@ -74,16 +85,19 @@ class LazyGroup(ContractGroup):
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name not in COMMANDS:
             return super().get_command(ctx, cmd_name)
-        module, _, attribute = COMMANDS[cmd_name].target.partition(":")
+        spec = COMMANDS[cmd_name]
+        module, _, attribute = spec.target.partition(":")
         try:
             command = getattr(importlib.import_module(module), attribute)
         except ModuleNotFoundError as error:
+            if spec.devtools and (error.name or "").partition(".")[0] == DEVTOOLS_PACKAGE:
+                raise missing_devtools(cmd_name) from None
             friendly = missing_extra(error, cmd_name)
             if friendly is None:
                 raise
             raise friendly from None
         if not isinstance(command, click.Command):
-            raise TypeError(f"{COMMANDS[cmd_name].target} is not a click command")
+            raise TypeError(f"{spec.target} is not a click command")
         return command
 
 
@@ -99,7 +113,7 @@ def cli() -> None:
     Check a configuration:  secsched config validate FILE
     See what it decides:    secsched score --config FILE --snapshot S --pod P
     Run it:                 secsched scheduler --config FILE --kubeconfig K
-    `cluster` and `demo` are dev tooling (from a clone, with their extras).
+    `cluster` and `demo` are dev tooling (from a clone: its devtools/ package).
     """
 
 

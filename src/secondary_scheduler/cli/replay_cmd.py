@@ -239,15 +239,15 @@ class _progress:
 
 
 def _plots_module():  # type: ignore[no-untyped-def]
-    """replay.plots, or the extra to install (matplotlib is in ``demo``)."""
+    """replay.plots, or the extra to install (matplotlib is in ``replay``)."""
     try:
         from secondary_scheduler.replay import plots
     except ModuleNotFoundError as error:
         if (error.name or "").partition(".")[0] != "matplotlib":
             raise
         raise click.UsageError(
-            "--report draws plots with matplotlib, which this installation lacks (the [demo] extra): "
-            f"{install_hint('demo')} (or run without --report)"
+            "--report draws plots with matplotlib, which this installation lacks (the [replay] extra): "
+            f"{install_hint('replay')} (or run without --report)"
         ) from None
     return plots
 

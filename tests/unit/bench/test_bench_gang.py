@@ -27,7 +27,7 @@ from bench.runinfo import RunInfo
 from bench.sections import SECTIONS
 from bench.stats import PodClock
 
-from secondary_scheduler.cluster.schedulers import OURS, UPSTREAM
+from secsched_devtools.cluster.schedulers import OURS, UPSTREAM
 
 JSON = dict[str, Any]
 LABEL = "scheduling.x-k8s.io/pod-group"

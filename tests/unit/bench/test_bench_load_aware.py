@@ -45,14 +45,14 @@ from bench.workloads import WorkloadsSection
 from bench.workloads_report import LOAD_SCRAPE_INTERVAL, OPEN_LOOP, SATURATION
 from tests.unit.bench.reportparts import load_record, run_info, workload_options
 
-from secondary_scheduler.cluster.loadmodel import LoadModel
-from secondary_scheduler.cluster.localcluster import ClusterOptions
-from secondary_scheduler.cluster.nodes import NodeShape, plan_nodes
-from secondary_scheduler.cluster.schedulers import OURS, UPSTREAM
 from secondary_scheduler.config.loader import load_config
 from secondary_scheduler.config.model import ExtensionPoint
-from secondary_scheduler.demo.main import example_config
 from secondary_scheduler.plugins.catalog import IN_TREE_CATALOG
+from secsched_devtools.cluster.loadmodel import LoadModel
+from secsched_devtools.cluster.localcluster import ClusterOptions
+from secsched_devtools.cluster.nodes import NodeShape, plan_nodes
+from secsched_devtools.cluster.schedulers import OURS, UPSTREAM
+from secsched_devtools.repo import example_config
 
 JSON = dict[str, Any]
 PROMETHEUS = "http://127.0.0.1:9090"

@@ -43,14 +43,14 @@ from bench.workloads import WorkloadsSection
 from bench.workloads_report import LOAD_SCRAPE_INTERVAL, OPEN_LOOP, SATURATION, WorkloadRecord
 from tests.unit.bench.reportparts import load_record, run_info, workload_options
 
-from secondary_scheduler.cluster.localcluster import ClusterError, LocalCluster
-from secondary_scheduler.cluster.nodes import NodeShape, plan_nodes
-from secondary_scheduler.cluster.schedulers import OURS, UPSTREAM
 from secondary_scheduler.config.loader import load_config
 from secondary_scheduler.config.model import ExtensionPoint
-from secondary_scheduler.demo.main import example_config
 from secondary_scheduler.kube.client import ApiClient
 from secondary_scheduler.plugins.catalog import IN_TREE_CATALOG
+from secsched_devtools.cluster.localcluster import ClusterError, LocalCluster
+from secsched_devtools.cluster.nodes import NodeShape, plan_nodes
+from secsched_devtools.cluster.schedulers import OURS, UPSTREAM
+from secsched_devtools.repo import example_config
 
 JSON = dict[str, Any]
 PROMETHEUS = "http://127.0.0.1:9090"

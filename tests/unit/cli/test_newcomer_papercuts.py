@@ -12,7 +12,7 @@ import yaml
 from click.testing import CliRunner
 
 import secondary_scheduler
-from secondary_scheduler.cli.errors import install_hint
+from secondary_scheduler.cli.errors import DEVTOOLS, install_hint
 from secondary_scheduler.cli.main import COMMANDS, cli
 
 REPO = Path(__file__).resolve().parents[3]
@@ -63,18 +63,36 @@ def test_cluster_up_help_reads_without_its_extra_and_running_it_names_the_extra(
     ran = secsched_without(["httpx", "rich"], "cluster", "up")
     assert ran.returncode == 1
     assert "internal error" not in ran.stderr
-    assert "`secsched cluster up` needs" in ran.stderr and "(the [cluster] extra)" in ran.stderr
+    assert "`secsched cluster up` needs" in ran.stderr
+    assert "(the [cluster] extra of secondary-scheduler-devtools): pip install -e '" in ran.stderr
+    assert f"{REPO}/devtools[cluster]'" in ran.stderr
+
+
+@pytest.mark.parametrize(("command", "extra"), [("cluster", "cluster"), ("demo", "demo")])
+def test_the_dev_tooling_without_its_package_names_the_package(command: str, extra: str) -> None:
+    """The images hold only the runtime package: `cluster` and `demo` there (or in any install
+    without devtools/) say which package to install, and `--help` still lists them."""
+    ran = secsched_without(["secsched_devtools"], command, "--help")
+    assert ran.returncode == 1
+    assert ran.stderr == (
+        f"error: `secsched {command}` is dev tooling, in the secondary-scheduler-devtools package, which "
+        f"this installation lacks (the images never hold it): pip install -e '{REPO}/devtools[{extra}]'\n"
+    )
+    helped = secsched_without(["secsched_devtools"], "--help")
+    assert helped.returncode == 0 and f"{command} " in helped.stdout
 
 
 def test_the_install_hint_is_the_clone_pip_installs_from(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The package is on no index: the hint is this clone's path (editable install) or, from a
+    """The packages are on no index: the hint is this clone's path (editable install) or, from a
     wheel, how to install from a clone; never `pip install 'secondary-scheduler[...]'`."""
-    assert install_hint("cluster") == f"pip install -e '{REPO}[cluster]'"
+    assert install_hint("operator") == f"pip install -e '{REPO}[operator]'"
+    assert install_hint("cluster", DEVTOOLS) == f"pip install -e '{REPO}/devtools[cluster]'"
     wheel = "/opt/venv/lib/python3.11/site-packages/secondary_scheduler/__init__.py"
     monkeypatch.setattr(secondary_scheduler, "__file__", wheel)
-    hint = install_hint("cluster")
-    assert "in a clone of the repository, pip install '.[cluster]'" in hint
+    hint = install_hint("operator")
+    assert "in a clone of the repository, pip install '.[operator]'" in hint
     assert "secondary-scheduler[" not in hint
+    assert "pip install './devtools[cluster]'" in install_hint("cluster", DEVTOOLS)
 
 
 def test_a_plugin_refusing_its_environment_at_start_is_the_users_error(tmp_path: Path) -> None:

@@ -11,12 +11,12 @@ import httpx
 import pytest
 
 from secondary_scheduler.cli import snapshot_cmd
-from secondary_scheduler.cluster.localcluster import free_port
 from secondary_scheduler.config import load_config
 from secondary_scheduler.kube.client import ApiError
 from secondary_scheduler.operator import controller
 from secondary_scheduler.plugins.catalog import IN_TREE_CATALOG
 from secondary_scheduler.plugins.registry import in_tree_registry
+from secsched_devtools.cluster.localcluster import free_port
 
 CONFIG = """\
 apiVersion: kubescheduler.config.k8s.io/v1

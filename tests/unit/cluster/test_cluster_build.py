@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from secondary_scheduler.cluster import build, versions
+from secsched_devtools.cluster import build, versions
 
 
 def harness() -> versions.BinarySpec:

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from secondary_scheduler.cluster import images, ocilayout, runc
 from secondary_scheduler.operator import names
 from secondary_scheduler.operator.render import ClusterFacts, plan
 from secondary_scheduler.operator.spec import parse_instance
+from secsched_devtools.cluster import images, ocilayout, runc
 
 CR = {
     "apiVersion": "operator.openshift.io/v1",
@@ -41,7 +41,8 @@ def test_the_operator_image_adds_kopf_and_dev_pulls_everything() -> None:
     base = package_names(images.requirements(()))
     assert package_names(images.requirements(("operator",))) - base == {"kopf"}
     dev = package_names(images.requirements(("dev",)))
-    assert {"kopf", "httpx", "rich", "matplotlib", "pytest", "mypy"} <= dev
+    assert {"kopf", "rich", "matplotlib", "pytest", "mypy"} <= dev
+    assert "httpx" not in dev  # the dev tooling's own (devtools/pyproject.toml), in no image
 
 
 def test_an_unknown_extra_is_refused() -> None:

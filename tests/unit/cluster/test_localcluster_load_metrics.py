@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from secondary_scheduler.cluster import processes
-from secondary_scheduler.cluster.localcluster import (
+from secsched_devtools.cluster import processes
+from secsched_devtools.cluster.localcluster import (
     LOAD_EXPORTER,
     PROMETHEUS,
     ClusterError,

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from secondary_scheduler.cluster.nodes import MAX_VOLUMES_LABEL, STORAGE_LABEL
-from secondary_scheduler.demo.main import example_config, logged_postfilter, postfilter_plugins, seed_config
-from secondary_scheduler.demo.preemption import PreemptionResult, Victim, _Recorder, memory_request
-from secondary_scheduler.demo.quality import measure
-from secondary_scheduler.demo.run import RunResult
-from secondary_scheduler.demo.scenario import Scenario
-from secondary_scheduler.demo.storage import Disk, volume_node
-from secondary_scheduler.demo.workload import (
+from secsched_devtools.cluster.nodes import MAX_VOLUMES_LABEL, STORAGE_LABEL
+from secsched_devtools.demo.main import logged_postfilter, postfilter_plugins, seed_config
+from secsched_devtools.demo.preemption import PreemptionResult, Victim, _Recorder, memory_request
+from secsched_devtools.demo.run import RunResult
+from secsched_devtools.demo.scenario import Scenario
+from secsched_devtools.demo.storage import Disk, volume_node
+from secsched_devtools.demo.workload import (
     CRITICAL_PRIORITY,
     SIZES,
     STANDARD_PRIORITY,
@@ -21,6 +20,8 @@ from secondary_scheduler.demo.workload import (
     virt_launcher,
     vm_fleet,
 )
+from secsched_devtools.quality import measure
+from secsched_devtools.repo import example_config
 
 
 def test_rootdisk_claim_is_a_datavolume_pvc_on_the_wffc_class() -> None:
@@ -155,7 +156,7 @@ def test_logged_postfilter(tmp_path: Path) -> None:
 
 
 def test_report_shows_disks_and_preemption(tmp_path: Path) -> None:
-    from secondary_scheduler.demo.report import write_report
+    from secsched_devtools.demo.report import write_report
 
     disk = Disk(
         "virt-launcher-a", "a-rootdisk", "30Gi", "Bound", "pvc-1", "kwok-node-1", "kwok-node-1", "kwok-node-1"
@@ -196,7 +197,7 @@ def test_report_shows_disks_and_preemption(tmp_path: Path) -> None:
 
 
 def test_demo_fails_only_on_what_it_promises_for_ours() -> None:
-    from secondary_scheduler.demo.main import _our_problems
+    from secsched_devtools.demo.main import _our_problems
 
     good = Disk(
         "virt-launcher-a", "a-rootdisk", "30Gi", "Bound", "pvc-1", "kwok-node-1", "kwok-node-1", "kwok-node-1"

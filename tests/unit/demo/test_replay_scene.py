@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from secondary_scheduler.demo.replayscene import (
+from secondary_scheduler.plugins.registry import load_registry
+from secsched_devtools.demo.replayscene import (
     EXAMPLES,
     FIGURES,
     OPTIONAL_CONFIGS,
@@ -18,8 +19,7 @@ from secondary_scheduler.demo.replayscene import (
     example_configs,
     run_replay_scene,
 )
-from secondary_scheduler.demo.report import replay_section
-from secondary_scheduler.plugins.registry import load_registry
+from secsched_devtools.demo.report import replay_section
 
 SMALL = ReplayScene(vms=40, nodes=4, days=0.25)
 

@@ -8,13 +8,13 @@ from collections.abc import Sequence
 
 import pytest
 
-from secondary_scheduler.cluster.schedulers import COSCHEDULING_PROFILE
 from secondary_scheduler.config import load_config
 from secondary_scheduler.plugins.registry import Registry, catalog_of, load_registry
 from secondary_scheduler.replay.cluster import NodeShape, StartingCluster
 from secondary_scheduler.replay.engine import ProfileReplay, ReplayError, ReplayOptions
 from secondary_scheduler.replay.report import ProfileResult
 from secondary_scheduler.replay.trace import PodArrival, TraceRecord, UsageSample
+from secsched_devtools.cluster.schedulers import COSCHEDULING_PROFILE
 
 REGISTRY: Registry = load_registry()
 NODE = NodeShape(cpu_millis=4_000, memory_bytes=16 * 2**30)

@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from secondary_scheduler.cluster import pki
 from secondary_scheduler.kube.client import ApiClient
 from secondary_scheduler.kube.kubeconfig import Connection
 from secondary_scheduler.plugins.trimaran.args import SecretKeyRef
@@ -22,6 +21,7 @@ from secondary_scheduler.plugins.trimaran.providers.prometheus import Prometheus
 from secondary_scheduler.plugins.trimaran.providers.watcher import WatcherProvider
 from secondary_scheduler.plugins.trimaran.source import WATCHER, MetricSource
 from secondary_scheduler.plugins.trimaran.telemetry import TrimaranMetrics
+from secsched_devtools.cluster import pki
 
 Serve = Callable[..., Awaitable[str]]
 """The ``serve`` fixture (conftest): serve(app, ssl_context=None) -> base URL."""

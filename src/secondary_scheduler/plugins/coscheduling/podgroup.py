@@ -4,7 +4,7 @@ A PodGroup names a gang: pods join it with the label ``scheduling.x-k8s.io/pod-g
 <name>`` in the group's namespace. Its spec says how many must be placed together
 (``minMember``), optionally the resources the whole gang needs (``minResources``) and how
 long placed members wait for the others (``scheduleTimeoutSeconds``). The API server
-validates the object against the CRD (``cluster/crds``); what is read here is only what
+validates the object against the CRD (``deploy/crds``); what is read here is only what
 the schema guarantees, so a value it lets through (a quantity string) is parsed here.
 """
 

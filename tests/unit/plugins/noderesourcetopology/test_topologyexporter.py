@@ -5,15 +5,15 @@ from __future__ import annotations
 import pytest
 from tests.unit.plugins.noderesourcetopology.nrtobjects import container, guaranteed, pod
 
-from secondary_scheduler.cluster.nodes import NodeShape, node_manifest
-from secondary_scheduler.cluster.topologyexporter import (
+from secondary_scheduler.plugins.noderesourcetopology import fingerprint
+from secsched_devtools.cluster.nodes import NodeShape, node_manifest
+from secsched_devtools.cluster.topologyexporter import (
     NodeAccount,
     ShapeError,
     account,
     node_shape,
     topology_object,
 )
-from secondary_scheduler.plugins.noderesourcetopology import fingerprint
 
 
 def cpu_available(obj: dict) -> list[str]:
