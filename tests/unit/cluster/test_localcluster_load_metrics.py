@@ -32,8 +32,8 @@ def cluster(tmp_path: Path) -> LocalCluster:
 
 def test_stopping_the_load_metrics_ends_exactly_their_processes(cluster: LocalCluster) -> None:
     sleeper = [sys.executable, "-c", "import time; time.sleep(60)"]
-    cluster._launch(PROMETHEUS, sleeper)
-    cluster._launch("etcd", sleeper)  # the rest of the cluster keeps running
+    cluster.supervisor.launch(PROMETHEUS, sleeper)
+    cluster.supervisor.launch("etcd", sleeper)  # the rest of the cluster keeps running
     cluster.prometheus_data.mkdir(parents=True, exist_ok=True)
     prometheus = cluster.records[PROMETHEUS]
     try:
@@ -61,7 +61,7 @@ def test_attach_keeps_the_topology_exporter_option(tmp_path: Path) -> None:
         name = f"unit-attach-{wanted}"
         local = LocalCluster(ClusterOptions(name=name, state_root=tmp_path, topology_exporter=wanted))
         local.directory.mkdir(parents=True)
-        local._save_state()
+        local.supervisor.save()
         assert LocalCluster.attach(name, tmp_path).options.topology_exporter is wanted
     older = json.loads(local.state_file.read_text())
     del older["options"]["topology_exporter"]  # a state file written before the option existed
@@ -84,7 +84,7 @@ def test_control_plane_gogc_reaches_the_control_plane_only_and_survives_a_restar
     sleeper = [sys.executable, "-c", "import time; time.sleep(60)"]
     try:
         for name in ("kube-apiserver", "etcd", "kube-scheduler", LOAD_EXPORTER):
-            local._launch(name, sleeper)
+            local.supervisor.launch(name, sleeper)
         assert _environ(local.records["kube-apiserver"])["GOGC"] == "400"
         assert _environ(local.records["etcd"])["GOGC"] == "400"
         assert "GOGC" not in _environ(local.records["kube-scheduler"])  # runs as it ships
@@ -97,7 +97,7 @@ def test_control_plane_gogc_reaches_the_control_plane_only_and_survives_a_restar
     local = LocalCluster(ClusterOptions(name="unit-gogc-default", state_root=tmp_path))
     local.directory.mkdir(parents=True)
     try:
-        local._launch("kube-apiserver", sleeper)
+        local.supervisor.launch("kube-apiserver", sleeper)
         assert "GOGC" not in _environ(local.records["kube-apiserver"])
     finally:
         local.down(quiet=True)
