@@ -98,10 +98,18 @@ async def test_service_account_tokens_work(api: ApiClient, namespace: str) -> No
     assert token["status"]["token"].count(".") == 2  # a signed JWT
 
 
-def test_prometheus_serves_both_series_for_every_node(cluster: LocalCluster) -> None:
+async def test_prometheus_serves_both_series_for_every_node(cluster: LocalCluster, api: ApiClient) -> None:
     for series in ("instance:node_cpu:ratio", "instance:node_memory_utilisation:ratio"):
-        values = cluster.query(series)
-        assert len(values) == CLUSTER_NODES
+
+        async def one_per_node(series: str = series) -> dict[str, float] | None:
+            """The series once it matches the nodes the API has (a node another test just added or
+            deleted shows, or goes, at the next scrape)."""
+            nodes = {node["metadata"]["name"] for node in (await api.list_all("/api/v1/nodes"))["items"]}
+            values = cluster.query(series)
+            return values if set(values) == nodes else None
+
+        values = await wait_for(one_per_node, f"{series} for every node", timeout=30, interval=0.5)
+        assert {f"kwok-node-{i}" for i in range(CLUSTER_NODES)} <= set(values)
         assert all(0.0 <= value <= 1.0 for value in values.values())
     # What upstream load-watcher asks for must answer for every node.
     for promql in (
