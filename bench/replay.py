@@ -15,11 +15,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime
+import re
 import time
 from dataclasses import dataclass
 
 from bench.machine import REPOSITORY, git_commit, load_average, machine
-from bench.report import number, table, write
+from bench.report import number, table
 from secondary_scheduler.config import load_config
 from secondary_scheduler.plugins.registry import catalog_of, load_registry
 from secondary_scheduler.replay.cluster import NodeShape, StartingCluster
@@ -96,8 +97,20 @@ def main() -> None:
                 f"p99 node CPU {result.p99_node_cpu:.0%}, nodes in use {result.mean_nodes_in_use:,.0f}"
             )
     if args.docs:
-        write(DOCS, {SECTION: section(args, host.describe(), started_at, records, generating_cpu, runs)}, [])
+        write_section(section(args, host.describe(), started_at, records, generating_cpu, runs))
         print(f"# written to {DOCS}")
+
+
+def write_section(body: str) -> None:
+    """Put ``body`` in docs/benchmarks.md's `replay` section, in place (or at the end); nothing else in
+    the file changes (``bench.report.write`` would rebuild the file from its sections alone)."""
+    text = DOCS.read_text()
+    marked = f"<!-- section: {SECTION} -->\n{body.rstrip()}\n<!-- /section: {SECTION} -->\n"
+    pattern = re.compile(rf"<!-- section: {SECTION} -->\n.*?<!-- /section: {SECTION} -->\n", re.DOTALL)
+    if pattern.search(text):
+        DOCS.write_text(pattern.sub(lambda _match: marked, text, count=1))
+    else:
+        DOCS.write_text(text.rstrip("\n") + "\n\n" + marked)
 
 
 def section(
@@ -108,6 +121,16 @@ def section(
     generating_cpu: float,
     runs: list[Run],
 ) -> str:
+    header = [
+        "profile",
+        "decisions",
+        "wall s",
+        "CPU s",
+        "decisions / wall s",
+        "decisions / CPU s",
+        "decisions / CPU s without the generator",
+        "load",
+    ]
     rows = [
         [
             f"`{run.config}`",
@@ -121,37 +144,27 @@ def section(
         ]
         for run in runs
     ]
+    measured = table(header, rows, "lrrrrrrr")
     command = "python -m bench.replay --docs" + "".join(
         f" --profile {run.config}" for run in runs if args.profile
     )
+    slowest = min(runs, key=lambda run: run.result.decisions_per_second)
     return f"""## Replay speed
 
-`{command}` on {started_at:%Y-%m-%d %H:%M} UTC (commit {git_commit()}), on {host}: a generated
-week ({args.vms:,} VMs over {args.days:g} days, seed {args.seed}: {records:,} records, whose
-generation alone took {generating_cpu:.1f} s of CPU) replayed over {args.nodes:,} generated nodes of
-{NODE_SHAPE}, once per example profile (`examples/replay/`). Issue 37's target: at least 500
-decisions per second at 1,000 nodes. Wall seconds depend on what else ran on the machine (the
+`{command}` on {started_at:%Y-%m-%d %H:%M} UTC (commit {git_commit()}), on {host}: a
+generated week ({args.vms:,} VMs over {args.days:g} days, seed {args.seed}: {records:,} records,
+whose generation alone took {generating_cpu:.1f} s of CPU) replayed over {args.nodes:,} generated
+nodes of {NODE_SHAPE}, once per example profile (`examples/replay/`). Issue 37's target: at least
+500 decisions per second at 1,000 nodes. Wall seconds depend on what else ran on the machine (the
 1-minute load average, before → after each replay); CPU seconds much less so. The trace is streamed
 from the generator as the replay reads it (as `secsched replay` streams a file), so the generator's
 CPU is in each replay's; the last column leaves it out.
 
-{
-        table(
-            [
-                "profile",
-                "decisions",
-                "wall s",
-                "CPU s",
-                "decisions / wall s",
-                "decisions / CPU s",
-                "decisions / CPU s without the generator",
-                "load",
-            ],
-            rows,
-            "lrrrrrrr",
-        )
-    }
-Where a replay's time goes and what was done about it: [replay.md](replay.md#speed).
+{measured}
+The slowest profile here (`{slowest.config}`): {number(slowest.result.decisions_per_second)} decisions
+per wall second, {number(slowest.per_cpu_second())} per CPU second,
+{number(slowest.per_cpu_second(generating_cpu))} per CPU second without the generator. Where a
+replay's time goes and what was done about it: [replay.md](replay.md#speed).
 """
 
 
