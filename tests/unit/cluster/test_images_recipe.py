@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import tarfile
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -131,3 +132,29 @@ def test_layers_and_archives_are_reproducible(tmp_path: Path) -> None:
         index = json.load(archive.extractfile("index.json"))  # type: ignore[arg-type]
     assert index["manifests"][0]["annotations"][ocilayout.REF_NAME] == "v1"
     assert layer.unpacked == len("print(1)\n")
+
+
+def test_the_wheel_is_built_from_a_clean_copy_of_the_runtime_sources(tmp_path: Path) -> None:
+    """Not from the checkout: its build/ (an earlier in-place build's leftovers) and devtools/
+    never reach the wheel the images install."""
+    copy = images.project_sources(tmp_path / "project")
+    assert sorted(path.name for path in copy.iterdir()) == sorted(images.PROJECT_FILES)
+    assert (copy / "src" / "secondary_scheduler" / "cli" / "main.py").is_file()
+    assert not list(copy.rglob("__pycache__")) and not list(copy.rglob("*.egg-info"))
+    assert not list(copy.rglob("secsched_devtools"))
+
+
+def test_a_wheel_holding_more_than_the_runtime_sources_is_refused(tmp_path: Path) -> None:
+    wheel = tmp_path / "secondary_scheduler-0.1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for name in (
+            "secondary_scheduler/cli/main.py",
+            "secondary_scheduler-0.1.0.dist-info/METADATA",
+            "secondary_scheduler/cluster/localcluster.py",  # a stale build's leftover
+            "secsched_devtools/demo/main.py",
+        ):
+            archive.writestr(name, "")
+    assert images.stray_files(wheel) == [
+        "secondary_scheduler/cluster/localcluster.py",
+        "secsched_devtools/demo/main.py",
+    ]

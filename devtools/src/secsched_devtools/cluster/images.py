@@ -443,21 +443,61 @@ def build_base(
 # -- the project layer and the archive -----------------------------------------------------
 
 
+PROJECT_FILES = ("pyproject.toml", "README.md", "src")
+"""What the runtime wheel is built from, as images/*/Dockerfile copies it: not the checkout itself,
+where a build/ directory an earlier in-place build left would put its stale modules in the wheel,
+and never devtools/ (this tooling, which no image holds)."""
+
+
+def project_sources(target: Path) -> Path:
+    """A clean copy of PROJECT_FILES in ``target`` (no caches, no egg-info), to build the wheel from."""
+    target.mkdir(parents=True)
+    for name in PROJECT_FILES:
+        source = REPO / name
+        if source.is_dir():
+            ignored = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
+            shutil.copytree(source, target / name, ignore=ignored)
+        else:
+            shutil.copy2(source, target / name)
+    return target
+
+
+def stray_files(wheel: Path, sources: Path = REPO / "src") -> list[str]:
+    """The wheel's files that are not the runtime package's sources (nor its dist-info): a module
+    no longer in src/, the dev tooling, anything an image must not carry."""
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+    return [
+        name
+        for name in names
+        if not name.split("/")[0].endswith(".dist-info")
+        and not (name.startswith("secondary_scheduler/") and (sources / name).is_file())
+    ]
+
+
 def project_wheel(directory: Path, current: Step) -> Path:
-    """The project's wheel, built from this checkout (pure Python: one wheel serves both images)."""
+    """The runtime package's wheel, built from a clean copy of this checkout's sources (pure
+    Python: one wheel serves both images); refused if it holds anything else."""
     env = {**os.environ, "SOURCE_DATE_EPOCH": str(source_epoch())}
-    args = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--disable-pip-version-check"]
-    args += ["-w", str(directory), str(REPO)]
-    run(
-        args,
-        current,
-        "pip wheel",
-        "the project does not build: run `pip wheel --no-deps .` to see why",
-        env=env,
-    )
+    with tempfile.TemporaryDirectory(prefix="secsched-sources-") as scratch:
+        sources = project_sources(Path(scratch) / "project")
+        args = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--disable-pip-version-check"]
+        args += ["-w", str(directory), str(sources)]
+        run(
+            args,
+            current,
+            "pip wheel",
+            "the project does not build: run `pip wheel --no-deps .` to see why",
+            env=env,
+        )
     found = sorted(directory.glob("secondary_scheduler-*.whl"))
     if not found:
         raise ImageBuildError(f"pip wheel made no secondary_scheduler wheel in {directory}")
+    if stray := stray_files(found[-1]):
+        raise ImageBuildError(
+            f"{found[-1].name} holds {len(stray)} file(s) that are not src/secondary_scheduler's "
+            f"({', '.join(stray[:5])}): an image carries the runtime package only"
+        )
     return found[-1]
 
 
