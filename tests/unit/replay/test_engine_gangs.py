@@ -14,21 +14,33 @@ from secondary_scheduler.replay.cluster import NodeShape, StartingCluster
 from secondary_scheduler.replay.engine import ProfileReplay, ReplayError, ReplayOptions
 from secondary_scheduler.replay.report import ProfileResult
 from secondary_scheduler.replay.trace import PodArrival, TraceRecord, UsageSample
-from secsched_devtools.cluster.schedulers import COSCHEDULING_PROFILE
 
 REGISTRY: Registry = load_registry()
 NODE = NodeShape(cpu_millis=4_000, memory_bytes=16 * 2**30)
 """Room for one 3-core member per node."""
 PERMIT_TIMEOUT = 60.0
 """Coscheduling's default permitWaitingTimeSeconds (the trace's PodGroups set no scheduleTimeoutSeconds)."""
-CONFIG = f"""\
+CONFIG = """\
 apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
 leaderElection:
   leaderElect: false
 profiles:
   - schedulerName: gangs
-{COSCHEDULING_PROFILE}"""
+    plugins:
+      queueSort:
+        enabled: [{name: Coscheduling}]
+        disabled: [{name: "*"}]
+      preFilter:
+        enabled: [{name: Coscheduling}]
+      postFilter:
+        enabled: [{name: Coscheduling}]
+      permit:
+        enabled: [{name: Coscheduling}]
+      reserve:
+        enabled: [{name: Coscheduling}]
+"""
+"""Coscheduling as scheduler-plugins documents it, with its default args."""
 
 
 def member(t: float, group: str, index: int, min_member: int | None) -> PodArrival:
