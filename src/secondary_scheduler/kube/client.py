@@ -22,7 +22,7 @@ import aiohttp
 import orjson
 
 from secondary_scheduler.httpsession import TRANSPORT_ERRORS, LazySession
-from secondary_scheduler.kube import execcredential
+from secondary_scheduler.kube import execcredential, oidcauth
 from secondary_scheduler.kube.kubeconfig import Connection
 
 log = logging.getLogger(__name__)
@@ -179,7 +179,12 @@ class ApiClient:
         self._server = connection.server.rstrip("/")
         tls = connection.ssl_context() if self._server.startswith("https:") else None
         self._tls = tls
-        self._exec = execcredential.authenticator_for(connection.exec) if connection.exec else None
+        self._exec: execcredential.ExecAuthenticator | oidcauth.OidcAuthenticator | None = None
+        """Where the user's credentials come from when a plugin gives them (exec or oidc)."""
+        if connection.exec is not None:
+            self._exec = execcredential.authenticator_for(connection.exec)
+        elif connection.oidc is not None:
+            self._exec = oidcauth.authenticator_for(connection.oidc)
         self._exec_certificate: str | None = None
         """The plugin's client certificate file loaded into the TLS context, to notice rotation."""
         headers = {"User-Agent": user_agent, "Accept": "application/json"}
@@ -224,7 +229,8 @@ class ApiClient:
         return headers, creds
 
     async def _plugin_credentials(self, what: str) -> execcredential.Credentials | None:
-        """The exec plugin's credentials (run in a thread when it must run: it may be slow)."""
+        """The exec plugin's or oidc provider's credentials (run in a thread when the plugin must
+        run or the id-token be refreshed: either may be slow)."""
         if self._exec is None:
             return None
         creds = self._exec.cached()
@@ -233,7 +239,7 @@ class ApiClient:
                 creds = await asyncio.to_thread(self._exec.credentials)
             except execcredential.CredentialError as error:
                 raise CredentialsUnavailable(
-                    f"{what}: getting credentials: {error} (API server {self._server})"
+                    f"{what}: {self._exec.failure_prefix}{error} (API server {self._server})"
                 ) from error
         await self._use_certificate(creds)
         return creds

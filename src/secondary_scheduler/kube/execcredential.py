@@ -126,6 +126,9 @@ class ExecAuthenticator:
     the API client calls it from worker threads so a slow plugin never blocks the event loop.
     """
 
+    failure_prefix = "getting credentials: "
+    """How client-go introduces this plugin's errors."""
+
     def __init__(
         self,
         config: ExecConfig,

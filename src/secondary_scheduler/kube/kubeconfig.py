@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from secondary_scheduler.kube import execcredential
+from secondary_scheduler.kube import execcredential, oidcauth
 from secondary_scheduler.kube.credentialfiles import private_file
 from secondary_scheduler.safeyaml import (
     MAX_MANIFEST_BYTES,
@@ -53,6 +53,8 @@ class Connection:
     insecure_skip_verify: bool = False
     exec: execcredential.ExecConfig | None = None
     """The user's credential plugin: its token or certificate is fetched when a request needs it."""
+    oidc: oidcauth.OidcConfig | None = None
+    """The user's `auth-provider: oidc`: its id-token, refreshed when expired."""
 
     def ssl_context(self) -> ssl.SSLContext:
         context = ssl.create_default_context(cafile=self.ca_file)
@@ -70,6 +72,8 @@ class Connection:
             return Path(self.token_file).read_text().strip()
         if self.exec is not None:
             return execcredential.authenticator_for(self.exec).credentials().token
+        if self.oidc is not None:
+            return oidcauth.authenticator_for(self.oidc).credentials().token
         return self.token
 
 
@@ -383,10 +387,27 @@ def _exec_cluster_json(
     )
 
 
-def _check_auth_provider(reader: _Reader, at: tuple[str | int, ...], body: Any) -> None:
-    """client-go 1.34 registers no auth-provider in a plain client (kubectl adds oidc): refuse each
-    with client-go's own text, which for gcp and azure names the exec plugin that replaced it."""
+def _auth_provider(
+    reader: _Reader, at: tuple[str | int, ...], body: Any, user_name: str, server: str
+) -> oidcauth.OidcConfig:
+    """The oidc provider kubectl registers; any other is refused with client-go's own text, which
+    for gcp and azure names the exec plugin that replaced it."""
     name = body.get("name") if isinstance(body, dict) else None
+    if name == "oidc" and isinstance(body, dict):
+        for key in body:
+            if key not in ("name", "config"):
+                raise reader.error(
+                    (*at, key), "unknown field", "the fields of auth-provider are name, config"
+                )
+        raw = body.get("config") or {}
+        if not isinstance(raw, dict):
+            raise reader.error((*at, "config"), f"expected a mapping of strings, got {_kind(raw)}")
+        try:
+            return oidcauth.parse_config(
+                raw, kubeconfig=str(reader.source.absolute()), user=user_name, cluster_address=server
+            )
+        except oidcauth.OidcConfigError as error:
+            raise reader.error((*at, "config", error.key), error.problem, error.fix) from error
     if name in _REMOVED_AUTH_PROVIDERS:
         raise reader.error((*at, "name"), _REMOVED_AUTH_PROVIDERS[str(name)])
     raise reader.error(
@@ -473,8 +494,6 @@ def from_kubeconfig(
             f"authProvider cannot be provided in combination with an exec plugin for {user_name}",
             "keep one of them",
         )
-    if user.get("auth-provider"):
-        _check_auth_provider(reader, (*user_at, "auth-provider"), user["auth-provider"])
     base = source.parent
     insecure = cluster.get("insecure-skip-tls-verify", False)
     if not isinstance(insecure, bool):
@@ -513,6 +532,17 @@ def from_kubeconfig(
             base,
             _exec_cluster_json(reader, cluster_at, cluster, server, ca_file),
         )
+    oidc_config = None
+    if user.get("auth-provider"):
+        oidc_config = _auth_provider(
+            reader, (*user_at, "auth-provider"), user["auth-provider"], str(user_name), server
+        )
+        if token or token_file or cert_file:
+            raise reader.error(
+                (*user_at, "auth-provider"),
+                "the user also has a token, tokenFile or client certificate: its credentials are ambiguous",
+                "remove either auth-provider or the static credentials",
+            )
     connection = Connection(
         server=server,
         ca_file=ca_file,
@@ -522,6 +552,7 @@ def from_kubeconfig(
         token_file=token_file,
         insecure_skip_verify=insecure,
         exec=exec_config,
+        oidc=oidc_config,
     )
     if connection.server.startswith("https:"):
         _check_tls(reader, connection, cluster_at, user_at)
