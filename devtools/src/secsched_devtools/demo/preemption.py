@@ -18,12 +18,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from secondary_scheduler.kube.client import ApiClient, ApiError, ApiUnavailable
+from secondary_scheduler.kube.podphase import is_terminal
 from secondary_scheduler.kube.quantity import int_value
 from secsched_devtools.demo.storage import Disk, disks
 from secsched_devtools.demo.workload import Vm
 
 DISRUPTION_TARGET = "DisruptionTarget"
-TERMINAL_PHASES = ("Succeeded", "Failed")
 
 
 @dataclass(frozen=True)
@@ -93,7 +93,7 @@ async def free_memory(api: ApiClient) -> dict[str, int]:
     free = {node["metadata"]["name"]: int_value(node["status"]["allocatable"]["memory"]) for node in nodes}
     for pod in (await api.list_all("/api/v1/pods"))["items"]:
         node = pod["spec"].get("nodeName")
-        if node in free and (pod.get("status") or {}).get("phase") not in TERMINAL_PHASES:
+        if node in free and not is_terminal(pod):
             free[node] -= memory_request(pod)
     return free
 
