@@ -27,7 +27,7 @@ PHASES = (
     ("  of which preemption", "Evaluator.preempt (secondary_scheduler/framework/preemption.py"),
     ("binding cycles", "ScheduleOne.binding_cycle (secondary_scheduler/scheduler/schedule_one.py"),
     ("watch events in", "Reflector.run (secondary_scheduler/kube/reflector.py"),
-    ("Events out", "EventRecorder._run (secondary_scheduler/kube/events.py"),
+    ("Events out", "EventSender._send (secondary_scheduler/kube/events/sender.py"),
 )
 """(phase, a frame that marks it): a sample counts for a phase when its stack holds that frame."""
 

@@ -228,7 +228,7 @@ def build_settings() -> kopf.OperatorSettings:
     settings = kopf.OperatorSettings()
     settings.peering.standalone = True  # one replica (deploy/05 uses Recreate): no peering CRDs
     settings.scanning.disabled = True  # the namespace is fixed: no need to list namespaces or CRDs
-    settings.posting.enabled = False  # our EventRecorder posts the events
+    settings.posting.enabled = False  # our CoreEventRecorder posts the events
     settings.persistence.finalizer = names.FINALIZER
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=names.KOPF_PREFIX)
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(

@@ -15,7 +15,8 @@ import logging
 from dataclasses import dataclass
 
 from secondary_scheduler.kube.client import JSON, ApiClient, ApiError, plural_of, resource_path
-from secondary_scheduler.kube.events import EventRecorder, ObjectReference
+from secondary_scheduler.kube.events.core import CoreEventRecorder
+from secondary_scheduler.kube.events.objects import ObjectReference
 from secondary_scheduler.operator import certs, loglevel, names
 from secondary_scheduler.operator.render import (
     BEST_EFFORT,
@@ -63,14 +64,12 @@ class Reconciler:
         api: ApiClient,
         namespace: str,
         instance_name: str = names.INSTANCE_NAME,
-        events: EventRecorder | None = None,
+        events: CoreEventRecorder | None = None,
     ) -> None:
         self.api = api
         self.namespace = namespace
         self.instance_name = instance_name
-        self.events = events or EventRecorder(
-            api, api_version="v1", repeat_after=REPEAT_EVENTS_AFTER, log_events=True
-        )
+        self.events = events or CoreEventRecorder(api, repeat_after=REPEAT_EVENTS_AFTER, log_events=True)
         self.lock = asyncio.Lock()
         self.scheduler_config: str | None = None
         """The ConfigMap the CR named last time, so the controller knows which ConfigMap matters."""

@@ -1,4 +1,4 @@
-"""What a user sees on a pending pod besides Events (``kube.events``): the PodScheduled condition
+"""What a user sees on a pending pod besides Events (``scheduler.events``): the PodScheduled condition
 and ``status.nominatedNodeName``, written as kube-scheduler writes them after a failed attempt
 (one status patch carrying both).
 

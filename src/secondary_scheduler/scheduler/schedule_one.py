@@ -516,7 +516,7 @@ class AssumedCache(Protocol):
 
 
 class EventsSink(Protocol):
-    """Where the cycle reports Scheduled and FailedScheduling Events (the ``EventRecorder``)."""
+    """Where the cycle reports Scheduled and FailedScheduling Events (``SchedulerEvents``)."""
 
     def scheduled(self, pod: PodInfo, scheduler_name: str, node: str) -> None: ...
 

@@ -25,11 +25,12 @@ from secondary_scheduler.framework.nodetable import NodeTable
 from secondary_scheduler.framework.podinfo import PodInfo
 from secondary_scheduler.framework.runtime import Framework
 from secondary_scheduler.kube.client import ApiClient
-from secondary_scheduler.kube.events import EventRecorder
+from secondary_scheduler.kube.events.recorder import EventRecorder
 from secondary_scheduler.kube.reflector import Reflector
 from secondary_scheduler.kube.store import Fanout
 from secondary_scheduler.scheduler.assumed import AssumedPods
 from secondary_scheduler.scheduler.eventhandlers import EventHandlers
+from secondary_scheduler.scheduler.events import SchedulerEvents
 from secondary_scheduler.scheduler.extenders import build_extenders
 from secondary_scheduler.scheduler.garbage import FullPasses
 from secondary_scheduler.scheduler.metrics import SchedulerMetrics
@@ -117,7 +118,7 @@ class Scheduler:
             self.table,
             self.assumed,
             self.queue,
-            events=self.events,
+            events=SchedulerEvents(self.events),
             pod_status=self.pod_status,
             metrics=self.metrics,
             on_cluster_event=self._cluster_event,

@@ -1,4 +1,4 @@
-"""The recorder's series, as client-go's events.k8s.io/v1 broadcaster makes them (fake clock and API)."""
+"""The recorders as client-go's make them: events.k8s.io/v1 series, core/v1 correlation (fake clock, API)."""
 
 from __future__ import annotations
 
@@ -11,16 +11,11 @@ from typing import Any
 import pytest
 
 from secondary_scheduler.framework.podinfo import PodInfo
-from secondary_scheduler.kube import events
 from secondary_scheduler.kube.client import ApiError, ApiUnavailable
-from secondary_scheduler.kube.events import (
-    FINISH_SERIES,
-    MAX_NOTE,
-    EventRecorder,
-    ObjectReference,
-    event_name,
-    truncate_note,
-)
+from secondary_scheduler.kube.events import sender
+from secondary_scheduler.kube.events.core import CoreEventRecorder
+from secondary_scheduler.kube.events.objects import ObjectReference, event_name
+from secondary_scheduler.kube.events.recorder import FINISH_SERIES, EventRecorder
 
 START = datetime.datetime(2025, 1, 2, 3, 4, 5, tzinfo=datetime.UTC).timestamp()
 
@@ -90,11 +85,15 @@ async def occur(rec: EventRecorder, body: dict[str, Any]) -> None:
     """What the sending task does with one dequeued event."""
     write = rec.observe(body)
     if write is not None:
-        await rec._attempt(write)
+        await rec.attempt(write)
 
 
 def failed(rec: EventRecorder, target: PodInfo, note: str = "0/3 nodes are available") -> dict[str, Any]:
     return rec.event(target, "secondary-scheduler", "Warning", "FailedScheduling", "Scheduling", note)
+
+
+def scheduled(rec: EventRecorder, target: PodInfo, reporter: str = "s", note: str = "assigned") -> None:
+    rec.record(target, reporter, "Normal", "Scheduled", "Binding", note)
 
 
 async def test_first_event_is_created_with_kube_scheduler_fields() -> None:
@@ -283,22 +282,17 @@ async def test_record_queue_and_stop_send_the_aggregate() -> None:
     rec.start()
     target = pod()
     for _ in range(5):
-        rec.failed(target, "secondary-scheduler", "0/1 nodes are available")
+        rec.record(target, "secondary-scheduler", "Warning", "FailedScheduling", "Scheduling", "0/1 nodes")
     clock.advance(1)  # names are the regarding name and the time: one nanosecond apart is enough
-    rec.scheduled(target, "secondary-scheduler", "node-a")
+    scheduled(rec, target, "secondary-scheduler", "to node-a")
     rec.record(target, "secondary-scheduler", "Bogus", "Reason", "Action", "dropped: not Normal or Warning")
     await rec.stop()
     assert [call[0] for call in api.calls] == ["create", "patch", "create"]
     notes = sorted(event["note"] for event in api.events())
-    assert notes == ["0/1 nodes are available", "Successfully assigned ns/web-0 to node-a"]
+    assert notes == ["0/1 nodes", "to node-a"]
 
 
-def test_failed_scheduling_note_is_truncated_like_kube_scheduler() -> None:
-    assert truncate_note("short") == "short"
-    exact = "x" * MAX_NOTE
-    assert truncate_note(exact) == exact
-    long = truncate_note("y" * 5000)
-    assert len(long.encode()) == MAX_NOTE and long.endswith("y ...")
+def test_the_note_is_not_truncated_by_the_recorder() -> None:
     rec = EventRecorder(FakeEventsApi())  # type: ignore[arg-type]
     assert rec.event(pod(), "s", "Normal", "Preempted", "Preempting", "z" * 2000)["note"] == "z" * 2000
 
@@ -334,7 +328,7 @@ async def test_senders_write_events_concurrently_but_never_more_than_their_numbe
     rec.start()
     try:
         for i in range(10):
-            rec.scheduled(pod(f"web-{i}"), "s", "node-a")
+            scheduled(rec, pod(f"web-{i}"))
         await settle()
         assert api.in_flight == 4, "four writes wait for the server at once, not one"
         api.gate.set()
@@ -355,11 +349,11 @@ async def test_a_full_queue_drops_the_new_event_counts_it_and_logs_once_in_a_whi
     rec.start()
     try:
         for i in range(2):
-            rec.scheduled(pod(f"sending-{i}"), "s", "node-a")
+            scheduled(rec, pod(f"sending-{i}"))
         await settle()  # two being written, the queue empty again
-        with caplog.at_level("WARNING", logger=events.__name__):
+        with caplog.at_level("WARNING", logger=sender.__name__):
             for i in range(8):
-                rec.scheduled(pod(f"queued-{i}"), "s", "node-a")
+                scheduled(rec, pod(f"queued-{i}"))
         api.gate.set()
         await rec.stop()
     finally:
@@ -379,9 +373,9 @@ async def test_stop_writes_what_is_queued_then_counts_and_logs_what_it_could_not
     rec = EventRecorder(api, senders=2, queue_length=100)  # type: ignore[arg-type]
     rec.start()
     for i in range(5):
-        rec.scheduled(pod(f"web-{i}"), "s", "node-a")
+        scheduled(rec, pod(f"web-{i}"))
     await settle()
-    with caplog.at_level("WARNING", logger=events.__name__):
+    with caplog.at_level("WARNING", logger=sender.__name__):
         await rec.stop(drain_seconds=0.05)  # the server never answers
     assert api.events() == []
     assert rec.dropped == {"shutdown": 5}
@@ -391,7 +385,7 @@ async def test_stop_writes_what_is_queued_then_counts_and_logs_what_it_could_not
     rec = recorder(api, clock)
     rec.start()
     for i in range(50):
-        rec.scheduled(pod(f"web-{i}"), "s", "node-a")
+        scheduled(rec, pod(f"web-{i}"))
     await rec.stop()  # a server that answers: every queued event is written before the senders stop
     assert len(api.events()) == 50 and rec.dropped == {}
 
@@ -416,7 +410,7 @@ def test_event_names_follow_client_go() -> None:
 
 async def test_the_operators_core_v1_events_are_posted_at_once_and_not_repeated() -> None:
     api, clock = FakeEventsApi(), Clock()
-    rec = EventRecorder(api, api_version="v1", repeat_after=60, clock=clock)  # type: ignore[arg-type]
+    rec = CoreEventRecorder(api, repeat_after=60, clock=clock)  # type: ignore[arg-type]
     regarding = ObjectReference("operator.openshift.io/v1", "SecondaryScheduler", "ns", "cluster", "u1")
     await rec.post(regarding, "secondary-scheduler-operator", "Warning", "Invalid", "Reconcile", "bad spec")
     await rec.post(regarding, "secondary-scheduler-operator", "Warning", "Invalid", "Reconcile", "bad spec")
@@ -441,14 +435,14 @@ async def test_the_operators_core_v1_events_are_posted_at_once_and_not_repeated(
     assert (stored["count"], stored["firstTimestamp"]) == (2, "2025-01-02T03:04:05Z")
 
 
-def core_recorder(api: FakeEventsApi, clock: Clock) -> EventRecorder:
-    return EventRecorder(api, api_version="v1", clock=clock)  # type: ignore[arg-type]
+def core_recorder(api: FakeEventsApi, clock: Clock) -> CoreEventRecorder:
+    return CoreEventRecorder(api, clock=clock)  # type: ignore[arg-type]
 
 
 CR = ObjectReference("operator.openshift.io/v1", "SecondaryScheduler", "ns", "cluster", "u1")
 
 
-async def post(rec: EventRecorder, clock: Clock, note: str, reason: str = "Invalid") -> None:
+async def post(rec: CoreEventRecorder, clock: Clock, note: str, reason: str = "Invalid") -> None:
     clock.advance(1)
     await rec.post(CR, "secondary-scheduler-operator", "Warning", reason, "Reconcile", note)
 

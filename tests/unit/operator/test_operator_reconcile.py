@@ -8,7 +8,7 @@ import pytest
 from tests.unit.operator.opbuilders import NAMESPACE, render
 
 from secondary_scheduler.kube.client import ApiClient, ApiError, plural_of, resource_path
-from secondary_scheduler.kube.events import EventRecorder
+from secondary_scheduler.kube.events.core import CoreEventRecorder
 from secondary_scheduler.operator import names
 from secondary_scheduler.operator.reconcile import Reconciler
 
@@ -54,7 +54,7 @@ class MemoryApi:
 
 def reconciler(api: MemoryApi) -> Reconciler:
     client = cast(ApiClient, api)
-    return Reconciler(client, NAMESPACE, events=EventRecorder(client, api_version="v1"))
+    return Reconciler(client, NAMESPACE, events=CoreEventRecorder(client))
 
 
 async def test_the_auth_reader_binding_is_applied_before_the_deployment() -> None:
