@@ -4,9 +4,10 @@ Run it from the repository root after changing what imports what:
 
     .venv/bin/python docs/architecture.py
 
-It reads every module under ``src/`` with ``ast`` (nothing is imported or run), as
-``tests/unit/test_import_graph.py`` does: every import counts, those inside functions too
-(they run when the function does), except those under ``if TYPE_CHECKING:``. A module belongs
+It reads every module under ``src/`` with ``ast`` (nothing is imported or run) through
+``secsched_devtools.importgraph``, as ``tests/unit/test_import_graph.py`` does: every import
+counts, those inside functions too (they run when the function does), except those under
+``if TYPE_CHECKING:``. A module belongs
 to a *part*: its sub-package (``config``, ``framework``, ...) or, at the top of a package, the
 module itself (``pluginapi``, ``safeyaml``, ...). Parts are drawn in layers by the longest
 chain of imports below them, so every arrow points down; only the arrows no longer chain
@@ -18,7 +19,6 @@ The test forbids cycles between parts, so the layering always exists; a cycle st
 from __future__ import annotations
 
 import argparse
-import ast
 import itertools
 import re
 from collections import defaultdict
@@ -31,6 +31,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # after matplotlib.use: the backend must be chosen first
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
+
+from secsched_devtools.importgraph import ModuleFile, imports_of, module_files
 
 REPO = Path(__file__).resolve().parent.parent
 SOURCES = REPO / "src"
@@ -54,62 +56,11 @@ ROLES: dict[str, tuple[str, str]] = {
 SHARED = ("shared modules", "#ffffff")
 
 
-@dataclass(frozen=True)
-class Module:
-    name: str
-    path: Path
-    is_package: bool
-
-
-def modules() -> dict[str, Module]:
+def modules() -> dict[str, ModuleFile]:
     """Every module of every package under src/, by dotted name."""
-    found: dict[str, Module] = {}
+    found: dict[str, ModuleFile] = {}
     for init in sorted(SOURCES.glob("*/__init__.py")):
-        root = init.parent
-        for path in sorted(root.rglob("*.py")):
-            parts = [root.name, *path.relative_to(root).with_suffix("").parts]
-            is_package = parts[-1] == "__init__"
-            name = ".".join(parts[:-1] if is_package else parts)
-            found[name] = Module(name, path, is_package)
-    return found
-
-
-def type_checking_only(tree: ast.Module) -> set[int]:
-    """ids of the nodes under ``if TYPE_CHECKING:`` (never executed)."""
-    hidden: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If):
-            test = node.test
-            named = (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-                isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-            )
-            if named:
-                hidden.update(id(inner) for statement in node.body for inner in ast.walk(statement))
-    return hidden
-
-
-def imports_of(module: Module, known: dict[str, Module]) -> list[str]:
-    """The modules ``module`` imports, deferred imports included, ``from a import b`` as ``a.b``
-    when that is a module."""
-    tree = ast.parse(module.path.read_text(), str(module.path))
-    hidden = type_checking_only(tree)
-    here = module.name if module.is_package else module.name.rpartition(".")[0]
-    found: list[str] = []
-    for node in ast.walk(tree):
-        if id(node) in hidden:
-            continue
-        if isinstance(node, ast.Import):
-            found += [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = here
-                for _ in range(node.level - 1):
-                    anchor = anchor.rpartition(".")[0]
-                base = f"{anchor}.{base}" if base else anchor
-            for alias in node.names:
-                child = f"{base}.{alias.name}"
-                found.append(child if child in known else base)
+        found.update(module_files(init.parent))
     return found
 
 
@@ -132,13 +83,13 @@ def read_graph() -> Graph:
     edges: dict[tuple[str, str], int] = defaultdict(int)
     sizes: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     ours = {name.split(".")[0] for name in known}
-    for module in known.values():
-        source = part(module.name)
+    for module_name, module in known.items():
+        source = part(module_name)
         if source is None:
             continue
         sizes[source][0] += 1
         sizes[source][1] += len(module.path.read_text().splitlines())
-        for name in imports_of(module, known):
+        for name in imports_of(module_name, module, known):
             if name.split(".")[0] not in ours:
                 continue  # the standard library or a third party
             target = part(name)

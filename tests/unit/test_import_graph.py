@@ -26,6 +26,8 @@ import pytest
 
 import secondary_scheduler
 from secondary_scheduler.cli.main import COMMANDS, DEVTOOLS_PACKAGE
+from secsched_devtools import importgraph
+from secsched_devtools.importgraph import module_files
 
 PACKAGE = "secondary_scheduler"
 ROOT = Path(secondary_scheduler.__file__).resolve().parent
@@ -36,59 +38,14 @@ DEV_TOOLING = ("matplotlib", "httpx", DEVTOOLS_PACKAGE)
 BENCH = ROOT.parents[1] / "bench"
 
 
-def _module_files() -> dict[str, tuple[Path, bool]]:
-    """Dotted module name -> (file, whether it is a package's __init__)."""
-    found: dict[str, tuple[Path, bool]] = {}
-    for path in sorted(ROOT.rglob("*.py")):
-        parts = [PACKAGE, *path.relative_to(ROOT).with_suffix("").parts]
-        is_package = parts[-1] == "__init__"
-        found[".".join(parts[:-1] if is_package else parts)] = (path, is_package)
-    return found
-
-
-MODULES = _module_files()
-
-
-def type_checking_only(tree: ast.Module) -> set[int]:
-    """ids of the nodes under ``if TYPE_CHECKING:`` (never executed)."""
-    hidden: set[int] = set()
-    for node in ast.walk(tree):
-        body: list[ast.stmt] = []
-        if isinstance(node, ast.If):
-            test = node.test
-            if (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-                isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-            ):
-                body = node.body
-        hidden.update(id(inner) for statement in body for inner in ast.walk(statement))
-    return hidden
+MODULES = module_files(ROOT)
 
 
 @cache
 def imports_of(module: str) -> tuple[str, ...]:
     """The modules ``module`` imports (``from a import b`` is ``a.b`` when that is a module of ours),
     those inside functions included (they run when the function is called)."""
-    path, is_package = MODULES[module]
-    tree = ast.parse(path.read_text(), str(path))
-    hidden = type_checking_only(tree)
-    here = module if is_package else module.rpartition(".")[0]
-    found: list[str] = []
-    for node in ast.walk(tree):
-        if id(node) in hidden:
-            continue
-        if isinstance(node, ast.Import):
-            found += [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = here
-                for _ in range(node.level - 1):
-                    anchor = anchor.rpartition(".")[0]
-                base = f"{anchor}.{base}" if base else anchor
-            for alias in node.names:
-                child = f"{base}.{alias.name}"
-                found.append(child if child in MODULES else base)
-    return tuple(found)
+    return tuple(importgraph.imports_of(module, MODULES[module], MODULES))
 
 
 def under(module: str, package: str) -> bool:

@@ -13,7 +13,9 @@ from functools import cache
 from pathlib import Path
 
 import bench
-from tests.unit.test_import_graph import edges_in_cycles, type_checking_only
+from tests.unit.test_import_graph import edges_in_cycles
+
+from secsched_devtools.importgraph import executed_imports
 
 ROOT = Path(bench.__file__).resolve().parent
 MODULES = {f"bench.{path.stem}": path for path in sorted(ROOT.glob("*.py")) if path.stem != "__init__"}
@@ -26,12 +28,8 @@ ENTRY_POINTS = {"bench.__main__", "bench.runner"}
 def imports_of(module: str) -> tuple[tuple[str, str], ...]:
     """(bench module imported, name taken from it or "") for each import of ``module`` that
     reaches another bench module."""
-    tree = ast.parse(MODULES[module].read_text(), str(MODULES[module]))
-    hidden = type_checking_only(tree)
     found: list[tuple[str, str]] = []
-    for node in ast.walk(tree):
-        if id(node) in hidden:
-            continue
+    for node in executed_imports(MODULES[module]):
         if isinstance(node, ast.Import):
             found += [(alias.name, "") for alias in node.names if alias.name in MODULES]
         elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
