@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -10,6 +11,7 @@ from typing import Any
 
 from secondary_scheduler.kube.client import ApiClient
 from secondary_scheduler.kube.wait import poll_until, wait_for
+from secsched_devtools.cluster.localcluster import ClusterOptions, LocalCluster
 from secsched_devtools.cluster.schedulers import OURS, SchedulerRun, start_scheduler
 
 SECONDARY_CONFIG = """\
@@ -39,6 +41,29 @@ def running_scheduler(
         yield run
     finally:
         run.stop()
+
+
+@contextmanager
+def fixed_load_cluster(label: str, node_loads: dict[str, dict[str, float]]) -> Iterator[LocalCluster]:
+    """A cluster of its own whose nodes carry `node_loads` from the start, for the load-aware tests.
+
+    Only our scheduler, one zone, a 1-s scrape; no noise unless asked and pods add no load, so the
+    means the plugins read are exactly the loads given here.
+    """
+    options = ClusterOptions(
+        name=f"pytest-{label}-{os.getpid()}",
+        nodes=len(node_loads),
+        zones=1,
+        default_scheduler=False,
+        scrape_interval="1s",
+        base_load={
+            "default": {"cpu": 0.0, "memory": 0.0, "noise": 0.0},
+            "nodes": node_loads,
+            "podFactor": 0.0,
+        },
+    )
+    with LocalCluster(options) as local:
+        yield local
 
 
 def pod_manifest(
@@ -72,6 +97,17 @@ async def create_pods(
             await api.create(f"/api/v1/namespaces/{namespace}/pods", pod)
 
     await asyncio.gather(*(create(pod) for pod in pods))
+
+
+async def place(api: ApiClient, namespace: str, pod: dict[str, Any]) -> str:
+    """Create one pod and return the node it was bound to."""
+    await api.create(f"/api/v1/namespaces/{namespace}/pods", pod)
+    path = f"/api/v1/namespaces/{namespace}/pods/{pod['metadata']['name']}"
+
+    async def node() -> str | None:
+        return (await api.get(path))["spec"].get("nodeName")
+
+    return await wait_for(node, f"pod {pod['metadata']['name']} to be bound", timeout=60)
 
 
 async def wait_all_bound(

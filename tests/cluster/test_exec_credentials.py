@@ -100,6 +100,17 @@ def write_kubeconfig(cluster: LocalCluster, directory: Path, plugin: Plugin, **e
     return path
 
 
+def admin_certificate_kubeconfig(cluster: LocalCluster, directory: Path, plugin: Plugin) -> Path:
+    """A kubeconfig whose plugin answers with the cluster admin's client certificate and key."""
+    plugin.answer(
+        credential(
+            clientCertificateData=cluster.pki.client_cert("admin").read_text(),
+            clientKeyData=cluster.pki.client_key("admin").read_text(),
+        )
+    )
+    return write_kubeconfig(cluster, directory, plugin)
+
+
 async def who_am_i(client: ApiClient) -> str:
     review = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
     answer = await client.create(SELF_REVIEW, review)
@@ -160,13 +171,7 @@ async def test_a_401_runs_the_plugin_again_and_the_request_succeeds(
 async def test_a_client_certificate_from_the_plugin_authenticates(
     cluster: LocalCluster, plugin: Plugin, tmp_path: Path
 ) -> None:
-    plugin.answer(
-        credential(
-            clientCertificateData=cluster.pki.client_cert("admin").read_text(),
-            clientKeyData=cluster.pki.client_key("admin").read_text(),
-        )
-    )
-    path = write_kubeconfig(cluster, tmp_path, plugin)
+    path = admin_certificate_kubeconfig(cluster, tmp_path, plugin)
     async with ApiClient(kubeconfig.from_kubeconfig(path)) as client:
         assert await who_am_i(client) == "kubernetes-admin"
 
@@ -197,13 +202,7 @@ async def test_a_failing_plugin_is_named_as_client_go_names_it(
 async def test_snapshot_reads_a_cluster_through_the_plugin(
     cluster: LocalCluster, plugin: Plugin, tmp_path: Path
 ) -> None:
-    plugin.answer(
-        credential(
-            clientCertificateData=cluster.pki.client_cert("admin").read_text(),
-            clientKeyData=cluster.pki.client_key("admin").read_text(),
-        )
-    )
-    path = write_kubeconfig(cluster, tmp_path, plugin)
+    path = admin_certificate_kubeconfig(cluster, tmp_path, plugin)
     cli = subprocess.run(
         [
             sys.executable,

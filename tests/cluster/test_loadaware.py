@@ -11,19 +11,17 @@ documented degradations, seen on /metrics and in the log (docs/loadaware.md).
 from __future__ import annotations
 
 import asyncio
-import os
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from secondary_scheduler.kube.client import ApiClient
-from secondary_scheduler.kube.wait import poll_until, wait_for
-from secsched_devtools.cluster.localcluster import ClusterOptions, LocalCluster
+from secondary_scheduler.kube.wait import poll_until
+from secsched_devtools.cluster.localcluster import LocalCluster
 from secsched_devtools.cluster.schedulers import SchedulerRun, single_plugin_config
-from tests.cluster.schedulerproc import pod_manifest, running_scheduler
-from tests.conftest import fresh_namespace
+from tests.cluster.schedulerproc import fixed_load_cluster, place, pod_manifest, running_scheduler
 
 pytestmark = pytest.mark.cluster
 
@@ -34,33 +32,12 @@ PLUGIN = 'profile_plugin="LoadAwarePacking"'
 
 
 @pytest.fixture(scope="module")
-def loadaware_cluster() -> Iterator[LocalCluster]:
-    options = ClusterOptions(
-        name=f"pytest-loadaware-{os.getpid()}",
-        nodes=len(LOAD),
-        zones=1,
-        default_scheduler=False,
-        scrape_interval="1s",
-        base_load={
-            "default": {"cpu": 0.0, "memory": 0.0, "noise": 0.0},
-            "nodes": {name: {"cpu": cpu, "memory": 0.2} for name, cpu in LOAD.items()},
-            "podFactor": 0.0,
-        },
-    )
-    with LocalCluster(options) as local:
+def cluster() -> Iterator[LocalCluster]:
+    """This module's own cluster, in place of the session's: `api` and `namespace` use it."""
+    with fixed_load_cluster(
+        "loadaware", {name: {"cpu": cpu, "memory": 0.2} for name, cpu in LOAD.items()}
+    ) as local:
         yield local
-
-
-@pytest.fixture
-async def api(loadaware_cluster: LocalCluster) -> AsyncIterator[ApiClient]:
-    async with loadaware_cluster.api() as client:
-        yield client
-
-
-@pytest.fixture
-async def namespace(api: ApiClient) -> AsyncIterator[str]:
-    async with fresh_namespace(api, "la") as name:
-        yield name
 
 
 def config(prometheus_url: str) -> str:
@@ -78,29 +55,16 @@ def vm(name: str, cpu_limit: str) -> dict[str, Any]:
     return pod
 
 
-async def place(api: ApiClient, namespace: str, pod: dict[str, Any]) -> str:
-    """Create one pod and return the node it was bound to."""
-    await api.create(f"/api/v1/namespaces/{namespace}/pods", pod)
-    path = f"/api/v1/namespaces/{namespace}/pods/{pod['metadata']['name']}"
-
-    async def node() -> str | None:
-        return (await api.get(path))["spec"].get("nodeName")
-
-    return await wait_for(node, f"pod {pod['metadata']['name']} to be bound", timeout=60)
-
-
 async def degraded(run: SchedulerRun, reason: str) -> float:
     return await asyncio.to_thread(run.metric, "secsched_loadaware_degraded_nodes", f'reason="{reason}"')
 
 
 async def test_it_places_by_real_usage_and_counts_pods_the_metrics_do_not_show_yet(
-    loadaware_cluster: LocalCluster, api: ApiClient, namespace: str, tmp_path: Path
+    cluster: LocalCluster, api: ApiClient, namespace: str, tmp_path: Path
 ) -> None:
-    means = loadaware_cluster.query("avg_over_time(instance:node_cpu:ratio[15m])")
+    means = cluster.query("avg_over_time(instance:node_cpu:ratio[15m])")
     assert {node: round(means[node], 2) for node in NODES} == LOAD
-    with running_scheduler(
-        loadaware_cluster.kubeconfig, tmp_path, config(loadaware_cluster.prometheus_url)
-    ) as run:
+    with running_scheduler(cluster.kubeconfig, tmp_path, config(cluster.prometheus_url)) as run:
         # Every node requests nothing: requests would tie them. Real usage says kwok-node-1 (20 %):
         # 20 + 25 (the VM's 4-core limit on 16 cores) = 45 % predicted, the lowest under 70 %.
         first = await place(api, namespace, vm("vm-0", "4"))
@@ -117,14 +81,14 @@ async def test_it_places_by_real_usage_and_counts_pods_the_metrics_do_not_show_y
 
 
 async def test_stale_then_missing_metrics_degrade_as_documented(
-    loadaware_cluster: LocalCluster, api: ApiClient, namespace: str, tmp_path: Path
+    cluster: LocalCluster, api: ApiClient, namespace: str, tmp_path: Path
 ) -> None:
     """Runs last in the module: it stops Prometheus for good."""
-    url = loadaware_cluster.prometheus_url
-    with running_scheduler(loadaware_cluster.kubeconfig, tmp_path / "stale", config(url)) as run:
+    url = cluster.prometheus_url
+    with running_scheduler(cluster.kubeconfig, tmp_path / "stale", config(url)) as run:
         assert await place(api, namespace, vm("fresh", "1")) == "kwok-node-1"
         assert await degraded(run, "stale-held") == 0
-        await asyncio.to_thread(loadaware_cluster.stop_load_metrics)
+        await asyncio.to_thread(cluster.stop_load_metrics)
 
         async def age() -> float:
             return await asyncio.to_thread(run.metric, "secsched_trimaran_metrics_age_seconds")
@@ -142,7 +106,7 @@ async def test_stale_then_missing_metrics_degrade_as_documented(
     # No metrics at all: a scheduler started while Prometheus is down scores every node from its
     # pods' CPU requests x the use per request (1.5 before anything is learned), and says so.
     # kwok-node-1 holds the two VMs above (their 100m requests): every other node is lighter.
-    with running_scheduler(loadaware_cluster.kubeconfig, tmp_path / "missing", config(url)) as run:
+    with running_scheduler(cluster.kubeconfig, tmp_path / "missing", config(url)) as run:
         chosen = await place(api, namespace, vm("blind", "1"))
         assert chosen != "kwok-node-1", chosen
         assert await degraded(run, "no-metrics-estimated") == len(NODES)

@@ -10,20 +10,17 @@ averages Trimaran reads are the loads set here.
 from __future__ import annotations
 
 import math
-import os
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from secondary_scheduler.kube.client import ApiClient
-from secondary_scheduler.kube.wait import wait_for
-from secsched_devtools.cluster.localcluster import ClusterOptions, LocalCluster
+from secsched_devtools.cluster.localcluster import LocalCluster
 from secsched_devtools.cluster.schedulers import single_plugin_config
 from secsched_devtools.demo.workload import SIZES, virt_launcher
-from tests.cluster.schedulerproc import pod_manifest, running_scheduler
-from tests.conftest import fresh_namespace
+from tests.cluster.schedulerproc import fixed_load_cluster, place, pod_manifest, running_scheduler
 
 pytestmark = pytest.mark.cluster
 
@@ -36,40 +33,22 @@ LROC_NODES = ("kwok-node-7", "kwok-node-8")
 HOT_NODE = "kwok-node-9"
 
 
-def starting_load() -> dict[str, Any]:
+def starting_load() -> dict[str, dict[str, float]]:
+    """Each of the ten nodes' load: the TLP, LVRB and LROC tests' own nodes, and one hot node."""
     nodes: dict[str, dict[str, float]] = {
         name: {"cpu": cpu, "memory": 0.2} for name, cpu in TLP_NODES.items()
     }
     nodes |= {name: {"cpu": cpu, "memory": 0.2, "noise": noise} for name, (cpu, noise) in LVRB_NODES.items()}
     nodes |= {name: {"cpu": 0.40, "memory": 0.3} for name in LROC_NODES}
     nodes[HOT_NODE] = {"cpu": 0.95, "memory": 0.5}
-    return {"default": {"cpu": 0.0, "memory": 0.0, "noise": 0.0}, "nodes": nodes, "podFactor": 0.0}
+    return nodes
 
 
 @pytest.fixture(scope="module")
-def load_cluster() -> Iterator[LocalCluster]:
-    options = ClusterOptions(
-        name=f"pytest-load-{os.getpid()}",
-        nodes=10,
-        zones=1,
-        default_scheduler=False,
-        scrape_interval="1s",
-        base_load=starting_load(),
-    )
-    with LocalCluster(options) as local:
+def cluster() -> Iterator[LocalCluster]:
+    """This module's own cluster, in place of the session's: `api` and `namespace` use it."""
+    with fixed_load_cluster("load", starting_load()) as local:
         yield local
-
-
-@pytest.fixture
-async def load_api(load_cluster: LocalCluster) -> AsyncIterator[ApiClient]:
-    async with load_cluster.api() as client:
-        yield client
-
-
-@pytest.fixture
-async def load_namespace(load_api: ApiClient) -> AsyncIterator[str]:
-    async with fresh_namespace(load_api, "l") as name:
-        yield name
 
 
 def go_round(value: float) -> int:
@@ -97,17 +76,6 @@ def pinned(name: str, nodes: list[str], cpu: str, **extra: Any) -> dict[str, Any
     return pod
 
 
-async def place(api: ApiClient, namespace: str, pod: dict[str, Any]) -> str:
-    """Create one pod and return the node it was bound to."""
-    await api.create(f"/api/v1/namespaces/{namespace}/pods", pod)
-    path = f"/api/v1/namespaces/{namespace}/pods/{pod['metadata']['name']}"
-
-    async def node() -> str | None:
-        return (await api.get(path))["spec"].get("nodeName")
-
-    return await wait_for(node, f"pod {pod['metadata']['name']} to be bound", timeout=60)
-
-
 def tlp_score(predicted: float, target: int) -> int:
     if predicted > target:
         return 0 if predicted > 100 else go_round(target * (100 - predicted) / (100 - target))
@@ -115,22 +83,22 @@ def tlp_score(predicted: float, target: int) -> int:
 
 
 async def test_target_load_packing_fills_nodes_to_the_target_before_going_over(
-    load_cluster: LocalCluster, load_api: ApiClient, load_namespace: str, tmp_path: Path
+    cluster: LocalCluster, api: ApiClient, namespace: str, tmp_path: Path
 ) -> None:
     target, pod_millis = 70, 1600  # each pod predicts 10 % of a node
     config = single_plugin_config(
         "TargetLoadPacking",
-        load_cluster.prometheus_url,
+        cluster.prometheus_url,
         f'          targetUtilization: {target}\n          defaultRequestsMultiplier: "1"\n',
     )
     percent = {
         node: value * 100
-        for node, value in load_cluster.query("avg_over_time(instance:node_cpu:ratio[15m])").items()
+        for node, value in cluster.query("avg_over_time(instance:node_cpu:ratio[15m])").items()
         if node in TLP_NODES
     }
     missing = dict.fromkeys(TLP_NODES, 0)
     placements: list[tuple[str, str]] = []
-    with running_scheduler(load_cluster.kubeconfig, tmp_path, config):
+    with running_scheduler(cluster.kubeconfig, tmp_path, config):
         for index in range(8):
             predicted = {
                 node: 100
@@ -141,7 +109,7 @@ async def test_target_load_packing_fills_nodes_to_the_target_before_going_over(
             scores = {node: tlp_score(value, target) for node, value in predicted.items()}
             best = max(scores.values())
             expected = {node for node, score in scores.items() if score == best}
-            node = await place(load_api, load_namespace, pinned(f"tlp-{index}", list(TLP_NODES), "1600m"))
+            node = await place(api, namespace, pinned(f"tlp-{index}", list(TLP_NODES), "1600m"))
             assert node in expected, (index, node, scores)
             under_target = [n for n, value in predicted.items() if value <= target]
             if under_target:  # packing: never push a node over the target while one can still take it
@@ -160,12 +128,12 @@ def lvrb_score(mean: float, stdev: float, request: float, capacity: float) -> fl
 
 
 async def test_load_variation_risk_balancing_evens_out_mean_plus_deviation(
-    load_cluster: LocalCluster, load_api: ApiClient, load_namespace: str, tmp_path: Path
+    cluster: LocalCluster, api: ApiClient, namespace: str, tmp_path: Path
 ) -> None:
-    config = single_plugin_config("LoadVariationRiskBalancing", load_cluster.prometheus_url)
+    config = single_plugin_config("LoadVariationRiskBalancing", cluster.prometheus_url)
 
     def stats(function: str, series: str) -> dict[str, float]:
-        values = load_cluster.query(f"{function}({series}[15m])")
+        values = cluster.query(f"{function}({series}[15m])")
         return {node: values[node] * 100 for node in LVRB_NODES}
 
     cpu_mean, cpu_std = (
@@ -187,11 +155,8 @@ async def test_load_variation_risk_balancing_evens_out_mean_plus_deviation(
     best = max(scores.values())
     # Prometheus' stddev moves a little between its answer to us and to the scheduler.
     expected = {node for node, score in scores.items() if score >= best - 1.5}
-    with running_scheduler(load_cluster.kubeconfig, tmp_path, config):
-        chosen = [
-            await place(load_api, load_namespace, pinned(f"lvrb-{i}", list(LVRB_NODES), "2"))
-            for i in range(3)
-        ]
+    with running_scheduler(cluster.kubeconfig, tmp_path, config):
+        chosen = [await place(api, namespace, pinned(f"lvrb-{i}", list(LVRB_NODES), "2")) for i in range(3)]
     assert set(chosen) <= expected, (chosen, scores)
     # The noisy node has the lowest mean, yet mean plus deviation makes it the riskiest.
     assert cpu_mean["kwok-node-5"] == min(cpu_mean.values())
@@ -199,7 +164,7 @@ async def test_load_variation_risk_balancing_evens_out_mean_plus_deviation(
 
 
 async def test_low_risk_over_commitment_avoids_nodes_whose_limits_are_overcommitted(
-    load_cluster: LocalCluster, load_api: ApiClient, load_namespace: str, tmp_path: Path
+    cluster: LocalCluster, api: ApiClient, namespace: str, tmp_path: Path
 ) -> None:
     overcommitted, safe = LROC_NODES
     # Existing pods: the same requests on both nodes, but limits far beyond capacity on one.
@@ -208,7 +173,7 @@ async def test_low_risk_over_commitment_avoids_nodes_whose_limits_are_overcommit
     ):
         existing = pod_manifest(f"existing-{index}", cpu="1", memory="1Gi", nodeName=node)
         existing["spec"]["containers"][0]["resources"]["limits"] = {"cpu": limit, "memory": "1Gi"}
-        await load_api.create(f"/api/v1/namespaces/{load_namespace}/pods", existing)
+        await api.create(f"/api/v1/namespaces/{namespace}/pods", existing)
     request, limit = 1000, 2000
     # riskLimit = (limit - capacity) / (limit - request) when the node's limits exceed capacity.
     totals = {overcommitted: (2000 + request, 28000 + limit), safe: (2000 + request, 2000 + limit)}
@@ -217,31 +182,28 @@ async def test_low_risk_over_commitment_avoids_nodes_whose_limits_are_overcommit
         for node, (req, lim) in totals.items()
     }
     assert risk_limit[overcommitted] > 0 == risk_limit[safe]
-    config = single_plugin_config("LowRiskOverCommitment", load_cluster.prometheus_url)
-    with running_scheduler(load_cluster.kubeconfig, tmp_path, config):
+    config = single_plugin_config("LowRiskOverCommitment", cluster.prometheus_url)
+    with running_scheduler(cluster.kubeconfig, tmp_path, config):
         # Same measured load on both nodes, so only the limit risk tells them apart.
         node = await place(
-            load_api,
-            load_namespace,
+            api,
+            namespace,
             pinned("lroc-0", list(LROC_NODES), "1", limits={"cpu": "2", "memory": "1Gi"}),
         )
     assert node == safe
 
 
 async def test_the_seed_config_runs_unchanged_and_places_vms_by_load(
-    load_cluster: LocalCluster, load_api: ApiClient, load_namespace: str, tmp_path: Path
+    cluster: LocalCluster, api: ApiClient, namespace: str, tmp_path: Path
 ) -> None:
     """shared/seeds/000: the ConfigMap users create today, with only the URL and token filled in."""
     config = (
         SEED_000.read_text()
-        .replace("${PROM_URL}", load_cluster.prometheus_url)
+        .replace("${PROM_URL}", cluster.prometheus_url)
         .replace("${PROM_TOKEN}", "local-no-auth")
     )
-    with running_scheduler(load_cluster.kubeconfig, tmp_path, config) as scheduler:
-        nodes = [
-            await place(load_api, load_namespace, virt_launcher(f"vm-{index}", SIZES[0]))
-            for index in range(12)
-        ]
+    with running_scheduler(cluster.kubeconfig, tmp_path, config) as scheduler:
+        nodes = [await place(api, namespace, virt_launcher(f"vm-{index}", SIZES[0])) for index in range(12)]
         log = scheduler.tail(200)
     # targetUtilization 70: the node at 95 % is never chosen while cooler nodes are free;
     # requests alone (LeastAllocated) would have rated it like any other empty node.

@@ -10,23 +10,28 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import click
+from click.decorators import FC
 
-from secondary_scheduler.cli.errors import InputError, install_hint, read_input
+from secondary_scheduler.cli.config_input import load_config_or_exit
+from secondary_scheduler.cli.errors import InputError, install_hint
 from secondary_scheduler.cli.plugin_option import plugin_option
 from secondary_scheduler.cli.score_inputs import load_snapshot
-from secondary_scheduler.config import ConfigError, load_config
 from secondary_scheduler.config.model import Profile, SchedulerConfiguration
-from secondary_scheduler.plugins.registry import Registry, catalog_of
+from secondary_scheduler.plugins.registry import Registry
 from secondary_scheduler.plugins.trimaran.watchermetrics import CPU, MEMORY, resource_data
 from secondary_scheduler.replay.cluster import DEFAULT_NODE_SHAPE, NodeShape, StartingCluster
 from secondary_scheduler.replay.engine import ProfileReplay, ReplayError, ReplayOptions
 from secondary_scheduler.replay.metrics import MetricsSettings
 from secondary_scheduler.replay.report import ProfileResult, print_table, report_json
 from secondary_scheduler.replay.trace import Trace, TraceError, TraceRecord, open_trace
-from secondary_scheduler.safeyaml import MAX_CONFIG_BYTES
 
 _PLUGINS_LOGGER = "secondary_scheduler.plugins"
 MAX_NODES = 100_000
+
+
+def _seconds_option(flag: str, default: float, help_text: str) -> Callable[[FC], FC]:
+    """A --flag taking seconds of the metrics pipeline (checked by `_check_numbers`)."""
+    return click.option(flag, type=float, default=default, show_default=True, help=help_text)
 
 
 @click.command("replay")
@@ -66,26 +71,16 @@ MAX_NODES = 100_000
     show_default=True,
     help="The node CPU (a fraction of capacity) the report counts nodes over.",
 )
-@click.option(
+@_seconds_option(
     "--scrape-interval",
-    type=float,
-    default=MetricsSettings.scrape_interval,
-    show_default=True,
-    help="Seconds between two samples of the nodes' usage (Prometheus' scrape).",
+    MetricsSettings.scrape_interval,
+    "Seconds between two samples of the nodes' usage (Prometheus' scrape).",
 )
-@click.option(
-    "--metrics-lag",
-    type=float,
-    default=0.0,
-    show_default=True,
-    help="Extra seconds before a sample reaches the metric sources.",
-)
-@click.option(
+@_seconds_option("--metrics-lag", 0.0, "Extra seconds before a sample reaches the metric sources.")
+@_seconds_option(
     "--metrics-refresh",
-    type=float,
-    default=MetricsSettings.refresh_interval,
-    show_default=True,
-    help="Seconds between two fetches of the scheduler's metrics collector.",
+    MetricsSettings.refresh_interval,
+    "Seconds between two fetches of the scheduler's metrics collector.",
 )
 @click.option(
     "--missing-nodes",
@@ -267,15 +262,7 @@ def _check_numbers(target: float, scrape: float, lag: float, refresh: float) -> 
 def _configs(paths: tuple[str, ...], registry: Registry) -> list[tuple[str, SchedulerConfiguration]]:
     configs = []
     for path in paths:
-        try:
-            text = read_input(path, "configuration", MAX_CONFIG_BYTES)
-            loaded = load_config(text, path, catalog=catalog_of(registry))
-        except ConfigError as error:
-            for problem in error.problems:
-                click.echo(f"error: {problem.render(error.source)}", err=True)
-            sys.exit(1)
-        for warning in loaded.warnings:
-            click.echo(f"warning: {warning.render(loaded.source)}", err=True)
+        loaded = load_config_or_exit(path, registry)
         if loaded.config.extenders:
             raise InputError(
                 path,

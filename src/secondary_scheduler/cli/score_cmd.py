@@ -13,15 +13,14 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from secondary_scheduler.cli.errors import InputError, read_input
+from secondary_scheduler.cli.config_input import load_config_or_exit
+from secondary_scheduler.cli.errors import InputError
 from secondary_scheduler.cli.plugin_option import plugin_option
 from secondary_scheduler.cli.score_inputs import load_pod, load_snapshot
 from secondary_scheduler.cli.score_run import CycleError, NodeReport, ScoreReport, explain
-from secondary_scheduler.config import ConfigError, load_config
 from secondary_scheduler.config.model import Profile
 from secondary_scheduler.kube.client import JSON
-from secondary_scheduler.plugins.registry import Registry, catalog_of
-from secondary_scheduler.safeyaml import MAX_CONFIG_BYTES
+from secondary_scheduler.plugins.registry import Registry
 
 DEFAULT_SCHEDULER = "default-scheduler"
 """The schedulerName the API server gives a pod that names none."""
@@ -86,15 +85,7 @@ def score(
     ("raw→normalized" when the plugin rescales it), the weighted total, why filtered-out
     nodes do not fit, and what the load-aware plugins based their scores on.
     """
-    try:
-        text = read_input(config_path, "configuration", MAX_CONFIG_BYTES)
-        loaded = load_config(text, config_path, catalog=catalog_of(registry))
-    except ConfigError as error:
-        for problem in error.problems:
-            click.echo(f"error: {problem.render(error.source)}", err=True)
-        sys.exit(1)
-    for warning in loaded.warnings:
-        click.echo(f"warning: {warning.render(loaded.source)}", err=True)
+    loaded = load_config_or_exit(config_path, registry)
     if loaded.config.extenders:
         click.echo(
             f"error: {loaded.source}: extenders: `score` does not call scheduler extenders (live HTTP "
