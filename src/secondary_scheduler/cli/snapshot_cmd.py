@@ -172,8 +172,8 @@ def informer_resources(config: SchedulerConfiguration, registry: Registry) -> li
     for profile in config.profiles:
         try:
             Framework(profile, registry, handle, rng=random.Random(0))
-        except ValueError as error:
-            raise click.ClickException(f"profile {profile.scheduler_name}: {error}") from error
+        except ValueError as error:  # the framework's words already name the profile
+            raise click.ClickException(str(error)) from error
     return [informer.resource for informer in handle.informers.all()]
 
 

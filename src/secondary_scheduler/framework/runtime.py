@@ -170,12 +170,12 @@ class Framework:
                     raise ValueError(
                         f"profile {self.scheduler_name!r}: unknown plugin {name!r} (known: {known})"
                     )
-                args = validated_args(plugin_class, self.profile.plugin_args.get(name))
                 # Named as kube-scheduler's profile.NewMap and NewFramework name it.
                 where = (
                     f'creating profile for scheduler name {self.scheduler_name}: initializing plugin "{name}"'
                 )
                 try:
+                    args = validated_args(plugin_class, self.profile.plugin_args.get(name))
                     plugin = plugin_class(args, self.handle)
                 except ValueError as error:  # the plugin refuses its args or environment: its words
                     raise ValueError(f"{where}: {error}") from error

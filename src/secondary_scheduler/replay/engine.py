@@ -143,8 +143,8 @@ class ProfileReplay:
                 percentage_of_nodes_to_score=config.percentage_of_nodes_to_score,
                 rng=random.Random(options.seed),
             )
-        except ValueError as error:
-            raise ReplayError(f"profile {profile.scheduler_name!r}: {error}") from error
+        except ValueError as error:  # the framework's words already name the profile
+            raise ReplayError(str(error)) from error
         self.handle.informers.fill(cluster.objects)
         self.queue: SchedulingQueue[PodInfo] = SchedulingQueue(
             self.framework.run_queue_sort_less,
