@@ -42,8 +42,13 @@ async def test_a_beta_config_for_upstreams_1_34_image_is_held_back_then_its_v1_e
     admin: ApiClient,  # noqa: F811
     operator: None,  # noqa: F811
 ) -> None:
-    await patch_spec(admin, {"schedulerImage": PLUGINS_1_34})
+    # The image and the config change together: set one at a time, the operator may reconcile
+    # in between and deploy upstream's image with deploy/'s v1 example config (it only warns
+    # about another image's config). Unmanaged while both are set, then Managed with the image.
+    await patch_spec(admin, {"managementState": "Unmanaged"})
+    await wait_condition(admin, "Progressing", "False", "Unmanaged")
     await put_config(admin, seed_config(cluster.prometheus_url))
+    await patch_spec(admin, {"schedulerImage": PLUGINS_1_34, "managementState": "Managed"})
     degraded = await wait_condition(admin, "Degraded", "True", "ConfigVersionUnsupported")
     message = degraded["message"]
     assert (
