@@ -4,7 +4,6 @@ and a scheduler whose identity the API server refuses says so at the default log
 
 from __future__ import annotations
 
-import asyncio
 import json
 import subprocess
 import sys
@@ -114,6 +113,22 @@ async def _ready_status(port: int) -> int | None:
             return None
 
 
+async def _refused_requests(port: int, code: str) -> float:
+    """rest_client_requests_total{code=CODE} of the scheduler serving on `port`."""
+    async with httpx.AsyncClient(verify=False) as client:
+        text = (await client.get(f"https://127.0.0.1:{port}/metrics")).text
+    needle = f'code="{code}"'
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith("rest_client_requests_total{") and needle in line
+    )
+
+
+MAX_ERROR_LINES = 20
+"""One line per failing informer at first, then at most one a minute each."""
+
+
 @pytest.mark.parametrize("identity", ["forbidden", "unauthenticated"])
 async def test_a_refused_identity_is_logged_and_never_ready(
     cluster: LocalCluster, api: ApiClient, namespace: str, tmp_path: Path, identity: str
@@ -147,6 +162,8 @@ async def test_a_refused_identity_is_logged_and_never_ready(
                 f"--kubeconfig={kubeconfig}",
                 f"--secure-port={port}",
                 "--bind-address=127.0.0.1",
+                # /metrics without a token: the test reads how many requests were refused.
+                "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
             ],
             stdout=output,
             stderr=subprocess.STDOUT,
@@ -159,14 +176,21 @@ async def test_a_refused_identity_is_logged_and_never_ready(
 
         await wait_for(logged, f"an error naming {needle!r} in the log", 30)
         assert time.monotonic() - started < 30
-        await asyncio.sleep(8)  # several retries with backoff
+        # Several rounds of retries with backoff: three times as many refused requests as the
+        # error lines the log may hold, so that "no flood" below means something.
+        code = "403" if identity == "forbidden" else "401"
+
+        async def retried() -> bool:
+            return await _refused_requests(port, code) >= 3 * MAX_ERROR_LINES
+
+        await wait_for(retried, f"{3 * MAX_ERROR_LINES} requests refused with {code}", 60)
         assert await _ready_status(port) == 503, "ready without synced informers"
         text = log.read_text()
         errors = [line for line in text.splitlines() if " E " in line]
         assert errors, text
         assert "Traceback" not in text
         # One line per failing informer at first, then at most one a minute each: no flood.
-        assert len(errors) <= 20, "\n".join(errors)
+        assert len(errors) <= MAX_ERROR_LINES, "\n".join(errors)
     finally:
         process.terminate()
         process.wait(20)

@@ -161,10 +161,22 @@ async def _degraded(api: ApiClient, namespace: str, needle: str) -> dict[str, An
     return None
 
 
+async def _resyncs_after(log: Path, count: int) -> None:
+    """Until the operator has logged `count` more periodic resyncs than now: the second one
+    began after the first one's reconcile (reconciles run one at a time), so it re-read the CR."""
+    start = log.read_text().count("periodic resync")
+
+    async def done() -> bool:
+        return log.read_text().count("periodic resync") >= start + count
+
+    await wait_for(done, f"{count} periodic resyncs of the operator", 60, interval=0.2)
+
+
 async def test_the_operator_refuses_yaml_bombs_and_stays_small(
-    api: ApiClient, operator_process: tuple[str, subprocess.Popen[bytes], int]
+    api: ApiClient, operator_process: tuple[str, subprocess.Popen[bytes], int], tmp_path: Path
 ) -> None:
     namespace, process, port = operator_process
+    log = tmp_path / "operator.log"
     configmaps = f"/api/v1/namespaces/{namespace}/configmaps"
     await api.create(
         configmaps,
@@ -181,7 +193,8 @@ async def test_the_operator_refuses_yaml_bombs_and_stays_small(
             "apiVersion": names.API_VERSION,
             "kind": names.KIND,
             "metadata": {"name": "cluster", "namespace": namespace},
-            "spec": {"managementState": "Managed", "schedulerConfig": "bomb"},
+            # Debug: the operator logs each periodic resync, which the test waits for.
+            "spec": {"managementState": "Managed", "schedulerConfig": "bomb", "operatorLogLevel": "Debug"},
         },
     )
 
@@ -211,7 +224,7 @@ async def test_the_operator_refuses_yaml_bombs_and_stays_small(
             raise AssertionError(f"{name}: conditions {cr.get('status')}") from None
         assert condition["reason"] == "ConfigInvalid", condition
         assert "configmap/bomb:config.yaml:" in condition["message"], condition["message"]
-        await asyncio.sleep(5)  # a few resyncs (every 2 s) parse it again
+        await _resyncs_after(log, 2)  # the periodic resyncs (every 2 s) parse it again
         assert process.poll() is None, f"the operator exited ({process.returncode}) on the {name} bomb"
         assert await ready(), f"the operator is not ready after the {name} bomb"
         peak = peak_rss_mib(process.pid)

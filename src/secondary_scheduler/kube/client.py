@@ -14,7 +14,7 @@ import asyncio
 import logging
 import math
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 from urllib.parse import quote
 
@@ -32,6 +32,8 @@ http_log = logging.getLogger(HTTP_LOGGER)
 
 JSON = dict[str, Any]
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
+TRANSPORT_FAILURE_CODE = "<error>"
+"""client-go's code label for a request that got no answer (rest_client_requests_total)."""
 MAX_REQUEST_CONNECTIONS = 32
 """HTTP/1.1 connections for requests (watches have their own): more requests in flight wait for
 one. client-go multiplexes everything over one HTTP/2 connection; a burst of binds opening a
@@ -204,6 +206,9 @@ class ApiClient:
         self._token_read_at = -math.inf
         self.last_transport_error: str | None = None
         """The latest connection failure while retrying (None after an answer): for callers' messages."""
+        self.on_response: Callable[[str, str], None] | None = None
+        """Told (method, code) of every request sent, retries and watches included, with code
+        TRANSPORT_FAILURE_CODE when no answer came: client-go's rest_client_requests_total."""
 
     async def __aenter__(self) -> ApiClient:
         return self
@@ -306,6 +311,7 @@ class ApiClient:
                     payload = await response.read()
                     retry_after = response.headers.get("Retry-After", "")
             except TRANSPORT_ERRORS as error:
+                self._observe(method, TRANSPORT_FAILURE_CODE)
                 self.last_transport_error = describe_transport_error(error)
                 if time.monotonic() + delay > deadline:
                     raise ApiUnavailable(
@@ -313,6 +319,7 @@ class ApiClient:
                     ) from error
                 log.debug("%s %s: %r; retrying in %.1fs", method, path, error, delay)
             else:
+                self._observe(method, str(status))
                 self.last_transport_error = None
                 if http_log.isEnabledFor(logging.DEBUG):
                     elapsed = (time.monotonic() - sent) * 1000
@@ -332,6 +339,15 @@ class ApiClient:
                     delay = max(delay, float(retry_after))
             await asyncio.sleep(delay)
             delay = min(delay * 2, 5.0)
+
+    def _observe(self, method: str, code: str) -> None:
+        if self.on_response is not None:
+            self.on_response(method, code)
+
+    @property
+    def host(self) -> str:
+        """The API server's host:port, as client-go's metrics label it."""
+        return self._server.split("://", 1)[-1].split("/", 1)[0]
 
     async def get(self, path: str, params: Mapping[str, Any] | None = None) -> JSON:
         return await self.request("GET", path, params=params)
@@ -390,6 +406,7 @@ class ApiClient:
             async with self._watch_http().get(
                 self._server + path, params=_query({**params, "watch": "true"}), headers=headers
             ) as response:
+                self._observe("GET", str(response.status))
                 if response.status >= 400:
                     if response.status == 401:
                         await self._after_unauthorized(creds)  # the caller's next watch uses the new ones
@@ -397,6 +414,7 @@ class ApiClient:
                 async for line in _lines(response.content):
                     yield orjson.loads(line)
         except TRANSPORT_ERRORS as error:
+            self._observe("GET", TRANSPORT_FAILURE_CODE)
             raise ApiUnavailable(
                 f"watch {path}: {describe_transport_error(error)} (API server {self._server})"
             ) from error

@@ -389,6 +389,8 @@ async def run(flags: SchedulerFlags, registry: Registry) -> int:
             connection, qps=5, burst=10, user_agent="secsched-scheduler/leader-election"
         ) as election_api,
     ):
+        for client in (api, events_api, election_api):
+            client.on_response = metrics.count_requests_of(client.host)
         try:
             scheduler = Scheduler(config, api, events_api, registry, metrics=metrics)
         except ValueError as error:  # a plugin refusing its args or environment (Framework's contract)

@@ -5,6 +5,8 @@ Dashboards and alerts written for kube-scheduler keep working against ours.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 
@@ -63,6 +65,21 @@ class SchedulerMetrics:
             ["name"],
             registry=self.registry,
         )
+
+        self.rest_client_requests = Counter(
+            "rest_client_requests",
+            "Number of HTTP requests, partitioned by status code, method, and host.",
+            ["code", "method", "host"],
+            registry=self.registry,
+        )
+
+    def count_requests_of(self, host: str) -> Callable[[str, str], None]:
+        """An ApiClient's ``on_response``: counts its requests as client-go's metric does."""
+
+        def observe(method: str, code: str) -> None:
+            self.rest_client_requests.labels(code, method, host).inc()
+
+        return observe
 
     def count_dropped_events(self, reason: str, count: int) -> None:
         """The Event recorder's report of events it did not write (``EventRecorder.on_dropped``)."""
