@@ -614,18 +614,54 @@ class Generator:
         if rng.random() < 0.85:
             term["matchExpressions"] = [self._node_requirement(rng) for _ in range(rng.randint(1, 2))]
         if rng.random() < 0.2 or not term:
-            # The API admits exactly one value for a metadata.name field selector. In required
-            # terms only NotIn: with `In` in every term, upstream's NodeAffinity PreFilter narrows
-            # the nodes (PreFilterResult) and the framework rejects the others with "node(s)
-            # didn't satisfy plugin(s) [NodeAffinity]" before any Filter runs; ours' framework
-            # has no PreFilterResult yet and reports each node's own filter reason instead (found
-            # by this test; framework/runtime.py, being reworked for preemption, owns the fix).
-            operator = rng.choice(("In", "NotIn")) if preferred else "NotIn"
+            # The API admits exactly one value for a metadata.name field selector. With `In` in
+            # every required term, NodeAffinity's PreFilter narrows the nodes (PreFilterResult):
+            # the framework filters only those and reports the others as "node(s) didn't
+            # satisfy plugin(s) [NodeAffinity]"; names of nodes that do not exist are ignored.
+            operator = rng.choice(("In", "In", "NotIn"))
             term["matchFields"] = [
-                {"key": "metadata.name", "operator": operator, "values": [f"node-{rng.randint(0, 6)}"]}
+                {"key": "metadata.name", "operator": operator, "values": [f"node-{rng.randint(0, 9)}"]}
             ]
-            features.add("pod:matchFields")
+            features.add(f"pod:matchFields:{operator}")
         return term
+
+    def _pinned(self, rng: random.Random, features: set[str]) -> JSON:
+        """Required node affinity naming nodes, the way a DaemonSet pins its pods (one term of one
+        name), or several terms of names, some conflicting within a term (rejected at PreFilter)."""
+        roll = rng.random()
+        if roll < 0.6:
+            terms = [
+                {
+                    "matchFields": [
+                        {"key": "metadata.name", "operator": "In", "values": [f"node-{rng.randint(0, 9)}"]}
+                    ]
+                }
+            ]
+            features.add("pod:pinned:daemonset")
+        elif roll < 0.85:
+            terms = [
+                {
+                    "matchFields": [
+                        {"key": "metadata.name", "operator": "In", "values": [f"node-{rng.randint(0, 9)}"]}
+                    ]
+                }
+                for _ in range(rng.randint(2, 3))
+            ]
+            if rng.random() < 0.5:
+                terms[0]["matchExpressions"] = [self._node_requirement(rng)]
+            features.add("pod:pinned:several")
+        else:
+            first, second = rng.sample(range(8), 2)
+            terms = [
+                {
+                    "matchFields": [
+                        {"key": "metadata.name", "operator": "In", "values": [f"node-{first}"]},
+                        {"key": "metadata.name", "operator": "In", "values": [f"node-{second}"]},
+                    ]
+                }
+            ]
+            features.add("pod:pinned:conflict")
+        return {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}
 
     def _tolerations(self, rng: random.Random, features: set[str]) -> list[JSON]:
         tolerations: list[JSON] = []
@@ -714,6 +750,8 @@ class Generator:
                 for _ in range(rng.randint(1, 3))
             ]
             features.add("pod:nodeAffinity:preferred")
+        if rng.random() < 0.06:
+            node_affinity.update(self._pinned(rng, features))
         affinity = self._affinity(rng, features, incoming=True)
         if node_affinity:
             affinity["nodeAffinity"] = node_affinity

@@ -45,6 +45,11 @@ class CycleState:
         """Plugin -> what its decision was based on (explanations; never read by other plugins)."""
         self.skip_filter_plugins: set[str] = set()
         """Plugins whose PreFilter returned Skip: their Filter is not called."""
+        self.pre_filter_nodes: frozenset[str] | None = None
+        """The only nodes PreFilter allows (the intersection of the plugins' ``PreFilterResult``s);
+        None: every node. The others are not filtered and count as rejected unresolvably."""
+        self.pre_filter_narrowed_by: frozenset[str] = frozenset()
+        """The plugins whose PreFilter returned node names (upstream's pluginsWithNodes)."""
         self.skip_score_plugins: set[str] = set()
         """Plugins whose PreScore returned Skip: their Score is not called."""
 
@@ -139,14 +144,25 @@ class PreEnqueuePlugin(Plugin):
 PodPredicate = Callable[[PodInfo], bool]
 
 
+class PreFilterResult(NamedTuple):
+    """A PreFilter's success that allows only these nodes (upstream's ``PreFilterResult.NodeNames``).
+
+    The framework intersects the sets of every plugin that returns one and filters only the
+    nodes left; a name no node has is ignored. Return plain ``SUCCESS`` to allow every node.
+    """
+
+    node_names: frozenset[str]
+
+
 def reads_no_pod(other: PodInfo) -> bool:
     """``PreFilterPlugin.pods_read`` of a plugin whose PreFilter depends on no other pod."""
     return False
 
 
 class PreFilterPlugin(Plugin):
-    def pre_filter(self, state: CycleState, pod: PodInfo, table: NodeTable) -> Status:
-        """Precompute for Filter; Skip means this plugin's Filter has nothing to check."""
+    def pre_filter(self, state: CycleState, pod: PodInfo, table: NodeTable) -> Status | PreFilterResult:
+        """Precompute for Filter; Skip means this plugin's Filter has nothing to check; a
+        ``PreFilterResult`` is a success that narrows the nodes to filter."""
         raise NotImplementedError
 
     def pods_read(self, pod: PodInfo) -> PodPredicate | None:

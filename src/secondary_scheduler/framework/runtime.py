@@ -46,6 +46,7 @@ from secondary_scheduler.framework.interface import (
     PreBindPlugin,
     PreEnqueuePlugin,
     PreFilterPlugin,
+    PreFilterResult,
     PreScorePlugin,
     QueuedPodInfo,
     QueueSortPlugin,
@@ -228,13 +229,26 @@ class Framework:
 
     # -- PreFilter and Filter ---------------------------------------------------------------
     def run_pre_filter_plugins(self, state: CycleState, pod: PodInfo, table: NodeTable) -> Status:
-        """Every PreFilter, in order; an unresolvable rejection stops at once, a resolvable one at the end."""
+        """Every PreFilter, in order; an unresolvable rejection stops at once, a resolvable one at the end.
+
+        The node names PreFilter plugins return (``PreFilterResult``) are intersected into
+        ``state.pre_filter_nodes``; an empty intersection rejects the pod at once, unresolvably,
+        in upstream's words (RunPreFilterPlugins).
+        """
         rejection = SUCCESS
+        allowed: frozenset[str] | None = None
+        narrowed_by: set[str] = set()
+        state.pre_filter_nodes, state.pre_filter_narrowed_by = None, frozenset()
         for plugin in self.pre_filter_plugins:
             try:
-                status = self._status_of("PreFilter", plugin.name, plugin.pre_filter(state, pod, table))
+                result = plugin.pre_filter(state, pod, table)
+                status = (
+                    SUCCESS
+                    if isinstance(result, PreFilterResult)
+                    else self._status_of("PreFilter", plugin.name, result)
+                )
             except Exception as error:
-                status = Status.error(self._fault("PreFilter", plugin.name, error))
+                result, status = None, Status.error(self._fault("PreFilter", plugin.name, error))
             if status.is_skip:
                 state.skip_filter_plugins.add(plugin.name)
             elif status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
@@ -245,6 +259,12 @@ class Framework:
                 return Status.error(
                     f'running PreFilter plugin "{plugin.name}": {status.message}'
                 ).with_plugin(plugin.name)
+            elif isinstance(result, PreFilterResult):
+                allowed = result.node_names if allowed is None else allowed & result.node_names
+                narrowed_by.add(plugin.name)
+                state.pre_filter_nodes, state.pre_filter_narrowed_by = allowed, frozenset(narrowed_by)
+                if not allowed:
+                    return Status.unschedulable(_no_node_left(narrowed_by), unresolvable=True)
         return rejection
 
     def run_filter_plugins(
@@ -603,6 +623,23 @@ class Framework:
             except Exception as error:  # the pod is bound: log it, as upstream's PostBind returns nothing
                 fault = self._fault("PostBind", post_bind.name, error)
                 log.error('running PostBind plugin "%s" for pod %s: %s', post_bind.name, pod.key, fault)
+
+
+def _no_node_left(plugins: set[str]) -> str:
+    """Upstream's words when the plugins' node names have nothing in common."""
+    if len(plugins) == 1:
+        return f"node(s) didn't satisfy plugin {next(iter(plugins))}"
+    return f"node(s) didn't satisfy plugin(s) {_go_list(plugins)} simultaneously"
+
+
+def not_in_pre_filter_result(plugins: frozenset[str]) -> Status:
+    """The status of a node left out by the plugins' ``PreFilterResult`` (findNodesThatFitPod)."""
+    return Status.unschedulable(f"node(s) didn't satisfy plugin(s) {_go_list(plugins)}", unresolvable=True)
+
+
+def _go_list(names: set[str] | frozenset[str]) -> str:
+    """Sorted names as Go prints a []string: ``[A B]``."""
+    return "[" + " ".join(sorted(names)) + "]"
 
 
 def _describe(error: BaseException) -> str:

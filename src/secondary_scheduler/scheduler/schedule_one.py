@@ -61,7 +61,7 @@ from secondary_scheduler.framework.nominated_filter import (
 )
 from secondary_scheduler.framework.podinfo import PodInfo
 from secondary_scheduler.framework.result import Explanation, PluginScores, ScheduleResult
-from secondary_scheduler.framework.runtime import Framework
+from secondary_scheduler.framework.runtime import Framework, not_in_pre_filter_result
 from secondary_scheduler.framework.scores import MAX_NODE_SCORE
 from secondary_scheduler.framework.status import SUCCESS, Code, Status
 from secondary_scheduler.scheduler.podstatus import SCHEDULER_ERROR, UNSCHEDULABLE
@@ -196,11 +196,19 @@ def _find_nodes_that_fit(
     if status.code == Code.ERROR:
         return ScheduleResult(status)
     if status.is_rejected:
+        # As upstream: the plugins that narrowed the nodes, unless one rejected unresolvably.
+        plugins = (
+            set(state.pre_filter_narrowed_by)
+            if status.code == Code.UNSCHEDULABLE or not status.plugin
+            else set()
+        )
+        if status.plugin:
+            plugins.add(status.plugin)
         diagnosis = Diagnosis(
             table.num_nodes,
             absent_status=status,
             pre_filter_message=status.message,
-            unschedulable_plugins={status.plugin},
+            unschedulable_plugins=plugins,
         )
         return _unschedulable(framework, state, pod, table, diagnosis, evaluated=0)
     try:
@@ -232,7 +240,13 @@ def _find_nodes_that_pass_filters(
                 own = np.array([own_slot], dtype=np.intp)
                 return _FilterPass(own, 1, lambda: Diagnosis(table.num_nodes), nominated=True)
     active = table.node_order()
+    num_all_nodes = len(active)
+    allowed = state.pre_filter_nodes
+    if allowed is not None:  # PreFilter named the only nodes to filter
+        active = _slots_named(table, active, allowed)
     count = len(active)
+    if not count:  # PreFilter named no node the table has
+        return _FilterPass(active, 0, lambda: _narrowed(Diagnosis(table.num_nodes), state))
     start = framework.next_start_index % count
     candidates = np.concatenate([active[start:], active[:start]])
     wanted = num_feasible_nodes_to_find(framework.percentage_of_nodes_to_score, count)
@@ -244,14 +258,32 @@ def _find_nodes_that_pass_filters(
     if len(feasible) > wanted:
         feasible = feasible[:wanted]
         processed = int(feasible[-1]) + 1
-    framework.next_start_index = (start + processed) % count
+    framework.next_start_index = (framework.next_start_index + processed) % num_all_nodes
     rejected = rejected_by[:processed]
 
     def diagnose() -> Diagnosis:
-        return framework.diagnose(table, candidates, rejected, unresolvable, rejections, overrides)
+        diagnosis = framework.diagnose(table, candidates, rejected, unresolvable, rejections, overrides)
+        return _narrowed(diagnosis, state) if allowed is not None else diagnosis
 
     evaluated = len(feasible) + int(np.count_nonzero(rejected >= 0))
     return _FilterPass(candidates[feasible], evaluated, diagnose)
+
+
+def _narrowed(diagnosis: Diagnosis, state: CycleState) -> Diagnosis:
+    """The diagnosis with the nodes PreFilter left out rejected unresolvably, in upstream's words."""
+    diagnosis.absent_status = not_in_pre_filter_result(state.pre_filter_narrowed_by)
+    diagnosis.unschedulable_plugins |= state.pre_filter_narrowed_by
+    return diagnosis
+
+
+def _slots_named(table: NodeTable, order: Slots, names: frozenset[str]) -> Slots:
+    """The slots of ``order`` whose node is one of ``names`` (names no node has are ignored)."""
+    wanted = np.zeros(table.capacity, dtype=np.bool_)
+    for name in names:
+        slot = table.slot_of(name)
+        if slot is not None:
+            wanted[slot] = True
+    return order[wanted[order]]
 
 
 def _filter_in_order(

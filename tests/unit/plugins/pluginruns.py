@@ -10,6 +10,7 @@ from secondary_scheduler.framework import CycleState, NodeTable, PodInfo, Status
 from secondary_scheduler.framework.interface import (
     FilterPlugin,
     PreFilterPlugin,
+    PreFilterResult,
     PreScorePlugin,
     ScorePlugin,
 )
@@ -19,13 +20,21 @@ from secondary_scheduler.framework.status import Code
 def rejections(plugin: FilterPlugin, pod: PodInfo, table: NodeTable) -> dict[str, list[str]]:
     """Rejected node -> reasons (unresolvable ones suffixed with " [unresolvable]"); PreFilter runs first."""
     state = CycleState()
-    if isinstance(plugin, PreFilterPlugin):
-        status = plugin.pre_filter(state, pod, table)
-        if status.is_skip:
-            return {}
-        assert status.is_success, status
     candidates = table.active_slots()
     rejected: dict[str, list[str]] = defaultdict(list)
+    if isinstance(plugin, PreFilterPlugin):
+        status = plugin.pre_filter(state, pod, table)
+        if isinstance(status, PreFilterResult):  # the nodes left out are not filtered
+            for slot in candidates.tolist():
+                if table.names[slot] not in status.node_names:
+                    rejected[table.names[slot]].append(f"node(s) didn't satisfy plugin(s) [{plugin.name}]")
+            candidates = np.array(
+                [s for s in candidates if table.names[s] in status.node_names], dtype=np.intp
+            )
+        elif status.is_skip:
+            return {}
+        else:
+            assert status.is_success, status
     for mask, reason, unresolvable in plugin.filter(state, pod, table, candidates):
         assert len(mask) == len(candidates)
         for slot in candidates[np.asarray(mask, dtype=bool)]:

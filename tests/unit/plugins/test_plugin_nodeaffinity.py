@@ -8,7 +8,8 @@ import pytest
 from tests.unit.framework.kubeobjects import make_node, pod_info, table_of
 from tests.unit.plugins.pluginruns import raw_and_normalized, rejections
 
-from secondary_scheduler.framework import Handle
+from secondary_scheduler.framework import CycleState, Handle, Status
+from secondary_scheduler.framework.interface import PreFilterResult
 from secondary_scheduler.plugins.nodeaffinity.node_affinity import NodeAffinity
 
 POD_REASON = "node(s) didn't match Pod's node affinity/selector [unresolvable]"
@@ -170,3 +171,29 @@ def test_a_node_change_must_match_the_profiles_added_affinity_too() -> None:
     pod = pod_info("p")
     assert not hint(pod, None, make_node("e", labels={"zone": "z2"}))
     assert hint(pod, None, make_node("e", labels={"zone": "z1"}))
+
+
+def name_field(operator: str, *names: str) -> dict[str, Any]:
+    return {"key": "metadata.name", "operator": operator, "values": list(names)}
+
+
+@pytest.mark.parametrize(
+    ("terms", "result"),
+    [
+        ([{"matchFields": [name_field("In", "a")]}], frozenset({"a"})),  # a DaemonSet pod
+        ([{"matchFields": [name_field("In", "a")]}, {"matchFields": [name_field("In", "b")]}], {"a", "b"}),
+        ([{"matchFields": [name_field("In", "a", "b"), name_field("In", "b", "c")]}], {"b"}),  # ANDed
+        ([{"matchFields": [name_field("In", "a")]}, expression("zone", "In", "z1")], None),  # any node
+        ([{"matchFields": [name_field("NotIn", "a")]}], None),
+        ([{"matchFields": [name_field("In", "a"), name_field("In", "b")]}], frozenset()),  # conflict
+    ],
+)
+def test_prefilter_narrows_to_the_nodes_terms_name(terms: list[dict[str, Any]], result: Any) -> None:
+    plugin = NodeAffinity(None, Handle())
+    outcome = plugin.pre_filter(CycleState(), pod_info("p", affinity=required(*terms)), table_of(NODES))
+    if result is None:
+        assert outcome == Status()
+    elif not result:
+        assert outcome == Status.unschedulable("pod affinity terms conflict", unresolvable=True)
+    else:
+        assert outcome == PreFilterResult(frozenset(result))
