@@ -1,9 +1,10 @@
 """DynamicResources on the real control plane: ours beside upstream's kube-scheduler 1.34.
 
 Each case builds the same world twice (``test_fidelity.worlds``: nodes, namespace and pods
-per scheduler), publishes ResourceSlices of GPUs (attributes model, memory, index; a
-``numa`` attribute for matchAttribute) for each world's KWOK nodes, and one DeviceClass of
-the fake driver. It then compares where the pods landed (node roles n0, n1...) and what was
+per scheduler) and labels each world's KWOK nodes for the local cluster's fake DRA driver
+(``secsched_devtools.cluster.dradriver``), which publishes their ResourceSlices of GPUs
+(attributes model, index, ``numa`` for matchAttribute; capacity memory) and its DeviceClass.
+It then compares where the pods landed (node roles n0, n1...) and what was
 written to each claim's ``status.allocation`` (devices, pools as node roles, node selector),
 or the PodScheduled message when nothing fits. A template case relies on the controller
 manager's resourceclaim controller to create each pod's claim.
@@ -11,16 +12,15 @@ manager's resourceclaim controller to create each pod's claim.
 
 from __future__ import annotations
 
-import contextlib
-import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
 
-from secondary_scheduler.kube.client import ApiClient, ApiError
+from secondary_scheduler.kube.client import ApiClient
 from secondary_scheduler.kube.wait import wait_for
+from secsched_devtools.cluster import dradriver
 from secsched_devtools.cluster.localcluster import LocalCluster
 from secsched_devtools.cluster.schedulers import OURS, UPSTREAM, SchedulerRun, start_scheduler
 from tests.cluster.test_fidelity import NodeSpec, World, both, same, worlds
@@ -28,7 +28,7 @@ from tests.cluster.test_fidelity import NodeSpec, World, both, same, worlds
 pytestmark = pytest.mark.cluster
 
 JSON = dict[str, Any]
-DRIVER = "gpu.dra.secsched.io"
+DRIVER = dradriver.DRIVER
 RESOURCE = "/apis/resource.k8s.io/v1"
 PROFILE = {"ours": "dra-ours", "upstream": "dra-upstream"}
 
@@ -52,58 +52,34 @@ def schedulers(cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory) 
             run.stop()
 
 
-def gpu(index: int, model: str = "A100", numa: int = 0) -> JSON:
-    return {
-        "name": f"gpu-{index}",
-        "attributes": {"model": {"string": model}, "index": {"int": index}, "numa": {"int": numa}},
-        "capacity": {"memory": {"value": "80Gi" if model == "A100" else "16Gi"}},
-    }
+def gpus(count: int, model: str = "A100") -> dict[str, str]:
+    """The labels that make the local cluster's fake DRA driver publish ``count`` GPUs on a node."""
+    return {dradriver.COUNT_LABEL: str(count), dradriver.MODEL_LABEL: model}
 
 
 @asynccontextmanager
 async def devices(
-    api: ApiClient, pair: dict[str, World], per_role: dict[str, list[JSON]]
+    api: ApiClient, pair: dict[str, World], per_role: dict[str, dict[str, str]]
 ) -> AsyncIterator[str]:
-    """Slices of ``per_role`` GPUs on each world's nodes and a DeviceClass; yields the class name."""
-    token = uuid.uuid4().hex[:6]
-    class_name = f"gpu-{token}"
-    slices: list[str] = []
-    try:
-        await api.create(
-            f"{RESOURCE}/deviceclasses",
-            {
-                "apiVersion": "resource.k8s.io/v1",
-                "kind": "DeviceClass",
-                "metadata": {"name": class_name},
-                "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]},
-            },
+    """Each world's nodes labelled ``per_role`` for the fake DRA driver, once it has published their
+    slices; yields its DeviceClass. The slices go with the nodes (owned by them)."""
+    for world in pair.values():
+        for role, labels in per_role.items():
+            node = world.nodes[int(role[1:])]
+            await api.patch(f"/api/v1/nodes/{node}", {"metadata": {"labels": labels}})
+
+    async def published() -> bool:
+        listed = (await api.list_all(dradriver.SLICES))["items"]
+        counts = {s["spec"]["nodeName"]: len(s["spec"]["devices"]) for s in listed}
+        return all(
+            counts.get(world.nodes[int(role[1:])]) == int(labels[dradriver.COUNT_LABEL])
+            for world in pair.values()
+            for role, labels in per_role.items()
+            if int(labels[dradriver.COUNT_LABEL])
         )
-        for world in pair.values():
-            for role, gpus in per_role.items():
-                node = world.nodes[int(role[1:])]
-                name = f"{node}-gpus"
-                await api.create(
-                    f"{RESOURCE}/resourceslices",
-                    {
-                        "apiVersion": "resource.k8s.io/v1",
-                        "kind": "ResourceSlice",
-                        "metadata": {"name": name},
-                        "spec": {
-                            "driver": DRIVER,
-                            "nodeName": node,
-                            "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
-                            "devices": gpus,
-                        },
-                    },
-                )
-                slices.append(name)
-        yield class_name
-    finally:
-        for name in slices:
-            with contextlib.suppress(ApiError):
-                await api.delete(f"{RESOURCE}/resourceslices/{name}")
-        with contextlib.suppress(ApiError):
-            await api.delete(f"{RESOURCE}/deviceclasses/{class_name}")
+
+    await wait_for(published, "the fake DRA driver's slices of the worlds' nodes", 30, 0.1)
+    yield dradriver.DEVICE_CLASS
 
 
 def claim_spec(
@@ -168,7 +144,7 @@ async def allocation(world: World, claim: str) -> JSON:
 async def test_single_gpu_goes_to_the_node_with_the_model(api: ApiClient, schedulers: None) -> None:
     async with (
         worlds(api, [NodeSpec(), NodeSpec()]) as pair,
-        devices(api, pair, {"n0": [gpu(0, "T4")], "n1": [gpu(0, "A100"), gpu(1, "A100")]}) as gpu_class,
+        devices(api, pair, {"n0": gpus(1, "T4"), "n1": gpus(2, "A100")}) as gpu_class,
     ):
 
         async def case(world: World) -> JSON:
@@ -183,10 +159,8 @@ async def test_single_gpu_goes_to_the_node_with_the_model(api: ApiClient, schedu
 
 
 async def test_two_gpus_on_one_node_with_match_attribute(api: ApiClient, schedulers: None) -> None:
-    per_role = {
-        "n0": [gpu(0, numa=0), gpu(1, numa=1)],
-        "n1": [gpu(0, numa=0), gpu(1, numa=1), gpu(2, numa=1)],
-    }
+    # Two NUMA zones: n0's two GPUs sit in one each, n1's three as [0, 0, 1].
+    per_role = {"n0": gpus(2), "n1": gpus(3)}
     async with worlds(api, [NodeSpec(), NodeSpec()]) as pair, devices(api, pair, per_role) as gpu_class:
 
         async def case(world: World) -> JSON:
@@ -196,13 +170,13 @@ async def test_two_gpus_on_one_node_with_match_attribute(api: ApiClient, schedul
 
         result = same(await both("dra/matchAttribute", pair, case))
         assert result["node"] == "n1"
-        assert [device for *_, device in result["claim"]["results"]] == ["gpu-1", "gpu-2"]
+        assert [device for *_, device in result["claim"]["results"]] == ["gpu-0", "gpu-1"]
 
 
 async def test_no_device_left(api: ApiClient, schedulers: None) -> None:
     async with (
         worlds(api, [NodeSpec(), NodeSpec()]) as pair,
-        devices(api, pair, {"n0": [gpu(0)], "n1": []}) as gpu_class,
+        devices(api, pair, {"n0": gpus(1), "n1": gpus(0)}) as gpu_class,
     ):
 
         async def case(world: World) -> JSON:
@@ -223,7 +197,7 @@ async def test_a_claim_per_pod_from_a_template(api: ApiClient, schedulers: None)
     # n1 is the larger node: the scores, not a tie broken at random, decide where "a" goes.
     async with (
         worlds(api, [NodeSpec(), NodeSpec(cpu="8")]) as pair,
-        devices(api, pair, {"n0": [gpu(0)], "n1": [gpu(0)]}) as gpu_class,
+        devices(api, pair, {"n0": gpus(1), "n1": gpus(1)}) as gpu_class,
     ):
 
         async def case(world: World) -> JSON:
@@ -253,7 +227,7 @@ async def test_a_claim_shared_by_two_pods(api: ApiClient, schedulers: None) -> N
     """The second pod follows the allocation's node selector and is added to reservedFor."""
     async with (
         worlds(api, [NodeSpec(), NodeSpec(cpu="8")]) as pair,
-        devices(api, pair, {"n0": [gpu(0)], "n1": []}) as gpu_class,
+        devices(api, pair, {"n0": gpus(1), "n1": gpus(0)}) as gpu_class,
     ):
 
         async def case(world: World) -> JSON:
@@ -281,7 +255,7 @@ async def test_a_device_freed_by_a_deleted_pod_goes_to_the_waiting_one(
     """The controller deallocates the claim of a deleted pod; the claim event requeues the waiting pod."""
     async with (
         worlds(api, [NodeSpec(), NodeSpec()]) as pair,
-        devices(api, pair, {"n0": [gpu(0)], "n1": []}) as gpu_class,
+        devices(api, pair, {"n0": gpus(1), "n1": gpus(0)}) as gpu_class,
     ):
 
         async def case(world: World) -> JSON:

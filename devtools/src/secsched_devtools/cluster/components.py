@@ -1,6 +1,7 @@
-"""The nine processes of a local cluster, each started with its flags and waited for until it
+"""The ten processes of a local cluster, each started with its flags and waited for until it
 answers: etcd, kube-apiserver, kube-controller-manager, KWOK, the upstream kube-scheduler as
-`default-scheduler`, and ours: the storage provisioner, the NUMA topology exporter, the node-load
+`default-scheduler`, and ours: the storage provisioner, the NUMA topology exporter, the fake DRA
+driver, the node-load
 exporter, and Prometheus scraping it.
 
 Each launcher only starts its process (`Supervisor.launch`) and waits for its health endpoint;
@@ -29,6 +30,7 @@ from secsched_devtools.cluster.supervisor import Supervisor
 PROMETHEUS_BINARY = "/usr/bin/prometheus"
 PROVISIONER = "storage-provisioner"
 TOPOLOGY_EXPORTER = "topology-exporter"
+DRA_DRIVER = "dra-driver"
 LOAD_EXPORTER = "load-exporter"
 PROMETHEUS = "prometheus"
 
@@ -172,6 +174,9 @@ class Components:
                     # external provisioners over, binds), pv/pvc-protection, attachdetach and
                     # disruption. No --enable-hostpath-provisioner: that is only for the in-tree
                     # kubernetes.io/host-path provisioner; our classes name external ones.
+                    # `*` includes resourceclaim-controller (DynamicResourceAllocation is GA and
+                    # on in 1.34): it creates a pod's claims from ResourceClaimTemplates, and
+                    # deallocates and deletes them once their pods are gone.
                     "--controllers=*,-nodeipam,-cloud-node-lifecycle,-service-lb-controller,-node-route-controller",
                     f"--node-monitor-grace-period={max(50, 2 * self.layout.options.node_lease_seconds)}s",
                     "--kube-api-qps=500",
@@ -190,6 +195,11 @@ class Components:
         """Publish each KWOK node's NUMA zones as a NodeResourceTopology (see `topologyexporter`)."""
         with step("starting the NUMA topology exporter (NodeResourceTopologies)"):
             self._our_program(TOPOLOGY_EXPORTER, "secsched_devtools.cluster.topologyexporter")
+
+    def start_dra_driver(self) -> None:
+        """Publish labelled KWOK nodes' GPUs as ResourceSlices, and their DeviceClass (see `dradriver`)."""
+        with step("starting the fake DRA driver (ResourceSlices of GPUs)"):
+            self._our_program(DRA_DRIVER, "secsched_devtools.cluster.dradriver")
 
     def start_kwok(self) -> None:
         with step("starting KWOK (fake kubelets)"):

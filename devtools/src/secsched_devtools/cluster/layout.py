@@ -88,6 +88,8 @@ class ClusterOptions:
     topology_exporter: bool = True
     """Publish a NodeResourceTopology per node (for NodeResourceTopologyMatch). It re-reads every
     node and pod on each change, so a cluster of thousands of nodes that needs none runs without."""
+    dra_driver: bool = True
+    """Publish ResourceSlices of GPUs for nodes labelled `gpu.dra.secsched.io/count` (`dradriver`)."""
     control_plane_gogc: int | None = None
     """GOGC for the control plane's Go processes (`supervisor.GO_CONTROL_PLANE`), None for Go's
     default (100). The benchmark raises it (bench's CONTROL_PLANE_GOGC says why). Never applied
@@ -203,6 +205,7 @@ class ClusterLayout:
                 state_root=root,
                 node_lease_seconds=int(options.get("node_lease_seconds", 40)),
                 topology_exporter=bool(options.get("topology_exporter", True)),
+                dra_driver=bool(options.get("dra_driver", True)),
                 control_plane_gogc=options.get("control_plane_gogc"),
             )
         )

@@ -6,7 +6,8 @@
 Components: etcd (data on tmpfs, no fsync), kube-apiserver (TLS, RBAC, Node authz),
 kube-controller-manager, our storage provisioner (two StorageClasses, CSINodes and
 CSIStorageCapacities: see `provisioner`), KWOK for fake nodes, the NUMA topology exporter
-(NodeResourceTopologies), the upstream kube-scheduler as the cluster's `default-scheduler`,
+(NodeResourceTopologies), the fake DRA driver (ResourceSlices of GPUs: `dradriver`), the
+upstream kube-scheduler as the cluster's `default-scheduler`,
 our node-load exporter, and Prometheus scraping it. Each is a child process recorded by pid
 in `state.json`, so `secsched cluster down` can stop exactly them from another shell.
 A cluster started without Prometheus can bring it and the exporter up later, and stop them
@@ -14,7 +15,7 @@ again (`start_load_metrics`, `stop_load_metrics`): the benchmark does so for one
 
 `LocalCluster` is the façade the CLI, the tests, the demo and the benchmark use; each job is a
 module of its own: `layout` (options, files, ports, the state file), `supervisor` (the
-processes), `components` (the nine launchers), `installs` (CRDs, storage and nodes through the
+processes), `components` (the ten launchers), `installs` (CRDs, storage and nodes through the
 API) and `loadmetrics` (the load exporter and Prometheus). `up` says in which order.
 """
 
@@ -164,6 +165,8 @@ class LocalCluster:
                 self.components.start_provisioner()
             if options.topology_exporter:
                 self.components.start_topology_exporter()
+            if options.dra_driver:
+                self.components.start_dra_driver()
             self.components.start_kwok()
             if options.default_scheduler:
                 self.components.start_default_scheduler()

@@ -12,13 +12,24 @@ The evaluator is cel-python (``celpy``, pure Python, its interpreter); each resu
 per device by the allocator's caller, so a device is judged once per selector, not per cycle. What it lacks of
 Kubernetes' base environment (the strings/lists/sets/regex/IP/URL extension libraries,
 ``cel.bind``, optional types) fails the selector with a message that says so rather than
-deciding for it; upstream's runtime cost limit is not enforced (the API server already
-rejects expressions whose estimated cost exceeds it when the object is written).
+deciding for it.
+
+Upstream's runtime cost limit (``resourceapi.CELSelectorExpressionMaxCost``, 1,000,000 per
+evaluation) is enforced with cel-go's runtime cost rules, since celpy tracks no cost: each
+variable or field read, index and call costs 1, a list literal 10 and a map literal 30, ``&&``,
+``||`` and ``?:`` nothing; string comparisons, ``startsWith``/``endsWith``, ``contains``,
+``matches`` and concatenation cost by their operands' lengths, and ``in`` a list by its size,
+as cel-go's ``CostTracker`` charges them. Macros (``all``, ``exists``...) are charged their
+predicate's cost plus 1 per element (cel-go expands them into comprehensions whose loop
+bookkeeping costs a little more: ours is a close lower bound there, exact elsewhere). Past the
+limit the selector fails with upstream's error, "operation cancelled: actual cost limit exceeded".
 """
 
 from __future__ import annotations
 
+import contextvars
 import functools
+import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -27,7 +38,8 @@ from typing import Any
 
 import celpy
 import celpy.celtypes as ct
-from celpy.evaluation import CELEvalError
+import lark
+from celpy.evaluation import Activation, CELEvalError, Evaluator, base_functions
 
 from secondary_scheduler.kube.quantity import QuantityError, parse_quantity
 
@@ -305,11 +317,138 @@ def device_variable(driver: str, device: Mapping[str, Any]) -> ct.MapType:
     )
 
 
+# -- the runtime cost limit (cel-go's interpreter/runtimecost.go) ------------------------------
+
+COST_LIMIT = 1_000_000
+"""resourceapi.CELSelectorExpressionMaxCost: the scheduler's runtime limit per evaluation."""
+COST_LIMIT_EXCEEDED = "operation cancelled: actual cost limit exceeded"
+_STRING_TRAVERSAL_FACTOR = 0.1
+_REGEX_LENGTH_FACTOR = 0.25
+_NODE_COSTS = {"member_dot": 1}
+"""Steps celpy evaluates as tree nodes rather than calls: field reads."""
+_PRIMARY_COSTS = {"ident": 1, "list_lit": 10, "map_lit": 30}
+"""Steps celpy evaluates inside a ``primary`` node, by its one child: variable reads, literals."""
+_FREE_CALLS = frozenset({"_&&_", "_||_", "_?_:_"})
+
+
+class CostLimitExceeded(Exception):
+    """Raised inside an evaluation once its cost passes the limit; it ends the evaluation."""
+
+
+class _CostTracker:
+    __slots__ = ("cost", "limit")
+
+    def __init__(self, limit: int) -> None:
+        self.cost = 0
+        self.limit = limit
+
+    def charge(self, amount: int) -> None:
+        self.cost += amount
+        if self.cost > self.limit:
+            raise CostLimitExceeded(COST_LIMIT_EXCEEDED)
+
+
+_TRACKER: contextvars.ContextVar[_CostTracker | None] = contextvars.ContextVar("cel_cost", default=None)
+
+
+def _size(value: Any) -> int:
+    """cel-go's actualSize: a string's characters, a bytes' length, a list's or map's elements, else 1."""
+    if isinstance(value, str | bytes | list | dict):
+        return len(value)
+    return 1
+
+
+def _traversal(size: int) -> int:
+    return math.ceil(size * _STRING_TRAVERSAL_FACTOR)
+
+
+_COMPARISONS = frozenset({"_==_", "_!=_", "_<_", "_<=_", "_>_", "_>=_"})
+
+
+def call_cost(name: str, args: tuple[Any, ...]) -> int:
+    """What cel-go's CostTracker charges one call of ``name`` with these arguments."""
+    if name in _FREE_CALLS:
+        return 0
+    if len(args) != 2:
+        return 1
+    first, second = _size(args[0]), _size(args[1])
+    if name in _COMPARISONS:  # scalars have size 1: they cost 1
+        return _traversal(min(first, second))
+    if name == "_in_":
+        return second if isinstance(args[1], list) else 1
+    if not isinstance(args[0], str | bytes):
+        return 1
+    if name == "_+_":
+        return _traversal(first + second)
+    if name in ("startsWith", "endsWith"):
+        return _traversal(first)
+    if name == "contains":
+        return _traversal(first) * _traversal(second)
+    if name == "matches":
+        return math.ceil((1 + first) * _STRING_TRAVERSAL_FACTOR) * math.ceil(second * _REGEX_LENGTH_FACTOR)
+    return 1
+
+
+def _costed(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
+    def call(*args: Any) -> Any:
+        tracker = _TRACKER.get()
+        if tracker is not None:
+            tracker.charge(call_cost(name, args))
+        return function(*args)
+
+    call.__name__ = getattr(function, "__name__", name)
+    return call
+
+
+class _CostedEvaluator(Evaluator):
+    """celpy's interpreter, charging each evaluated step to the evaluation's cost tracker."""
+
+    def _visit_tree(self, tree: lark.Tree) -> Any:
+        if tree.data == "primary":
+            child = tree.children[0]
+            cost = _PRIMARY_COSTS.get(str(child.data)) if isinstance(child, lark.Tree) else None
+        else:
+            cost = _NODE_COSTS.get(str(tree.data))
+        if cost:
+            tracker = _TRACKER.get()
+            if tracker is not None:
+                tracker.charge(cost)
+        return super()._visit_tree(tree)
+
+    def sub_evaluator(self, ast: lark.Tree) -> Evaluator:
+        return _MacroStep(ast, activation=self.activation)
+
+
+class _MacroStep(_CostedEvaluator):
+    """A macro's predicate, evaluated once per element: each pass is a loop step (cost 1)."""
+
+    def evaluate(self, context: Any = None) -> Any:
+        tracker = _TRACKER.get()
+        if tracker is not None:
+            tracker.charge(1)
+        return super().evaluate(context)
+
+
+class _CostedRunner(celpy.InterpretedRunner):
+    """The interpreted runner, each evaluation with a tracker of its own."""
+
+    def evaluate(self, context: Any) -> ct.Value:
+        token = _TRACKER.set(_CostTracker(COST_LIMIT))
+        try:
+            activation: Activation = self.new_activation()
+            return _CostedEvaluator(ast=self.ast, activation=activation).evaluate(context)
+        finally:
+            _TRACKER.reset(token)
+
+
 # -- compiling and evaluating ---------------------------------------------------------------
 
-_ENVIRONMENT = celpy.Environment()
+_ENVIRONMENT = celpy.Environment(runner_class=_CostedRunner)
 # The interpreted runner: celpy's compiled runner names extension functions by module path in
 # the code it generates (which fails for ours) and shares one global activation between calls.
+_COSTED_FUNCTIONS = {
+    name: _costed(name, function) for name, function in {**base_functions, **_FUNCTIONS}.items()
+}
 
 _UNSUPPORTED_HINT = (
     "this scheduler's CEL evaluator implements standard CEL with Kubernetes' quantity and semver "
@@ -323,7 +462,8 @@ class Selector:
     def __init__(self, expression: str) -> None:
         self.expression = expression
         try:
-            self._program = _ENVIRONMENT.program(_ENVIRONMENT.compile(expression), functions=_FUNCTIONS)
+            program = _ENVIRONMENT.compile(expression)
+            self._program = _ENVIRONMENT.program(program, functions=_COSTED_FUNCTIONS)
         except Exception as error:  # celpy raises its parser's errors as they are
             raise SelectorError(f"CEL compile error: compilation failed: {error}") from error
 
@@ -333,6 +473,8 @@ class Selector:
             result = self._program.evaluate({"device": device})
         except CELEvalError as error:
             raise _runtime_error(error) from error
+        except CostLimitExceeded as error:
+            raise SelectorError(f"CEL runtime error: {error}") from error
         except Exception as error:  # celpy surfaces some evaluation failures as Python exceptions
             raise SelectorError(f"CEL runtime error: {error}") from error
         if isinstance(result, CELEvalError):
