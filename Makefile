@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed-stamp
 EXAMPLE_PLUGINS := examples/plugins/secsched-example-plugins
 DEVTOOLS := devtools
 
-.PHONY: all setup binaries test lint demo bench clean conformance fuzz images
+.PHONY: all setup binaries test lint demo bench chaos clean conformance fuzz images
 
 all: test
 
@@ -56,6 +56,10 @@ demo: binaries
 
 bench: binaries
 	$(BIN)/python -m bench $(BENCH_ARGS)
+
+# Faults during a burst, ours then upstream's: docs/reliability.md's Chaos section.
+chaos: binaries
+	$(BIN)/python -m secsched_devtools.chaos $(CHAOS_ARGS)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

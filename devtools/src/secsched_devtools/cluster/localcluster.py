@@ -191,14 +191,19 @@ class LocalCluster:
             console.print(f"[green]✓[/green] cluster {self.options.name!r} stopped ({what})")
         return stopped
 
-    def restart(self, component: str, downtime: float = 0.0) -> None:
-        """Stop one component, wait `downtime` seconds, start it again with the same arguments.
+    def restart(self, component: str, downtime: float = 0.0, hard: bool = False) -> None:
+        """Stop one component (`hard`: kill -9), wait `downtime` seconds, start it again with the
+        same arguments.
 
         For failure tests: an API server restart, a scheduler crash.
         """
-        self.supervisor.restart(component, downtime)
+        self.supervisor.restart(component, downtime, hard)
         if component == "kube-apiserver":
             self.components.wait_for_apiserver()
+
+    def signal(self, component: str, signum: int) -> None:
+        """Send one signal to a running component (SIGSTOP/SIGCONT: an API server that hangs)."""
+        self.supervisor.signal(component, signum)
 
     def status(self) -> dict[str, dict[str, Any]]:
         return self.supervisor.status()

@@ -98,6 +98,19 @@ def stop(record: ProcessRecord, timeout: float = 10.0) -> None:
             time.sleep(0.05)
 
 
+def kill(record: ProcessRecord, timeout: float = 5.0) -> None:
+    """SIGKILL at once, as a crash would (no chance to clean up), and wait until it is gone; a pid
+    that is no longer ours is left alone."""
+    if not is_running(record):
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(record.pid, signal.SIGKILL)
+    deadline = time.monotonic() + timeout
+    while is_running(record) and time.monotonic() < deadline:
+        _reap(record.pid)
+        time.sleep(0.02)
+
+
 def _reap(pid: int) -> None:
     """Collect the exit status of a child of ours so it does not linger as a zombie."""
     with contextlib.suppress(ChildProcessError):

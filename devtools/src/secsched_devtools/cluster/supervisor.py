@@ -73,14 +73,25 @@ class Supervisor:
     def running(self, name: str) -> bool:
         return name in self.records and processes.is_running(self.records[name])
 
-    def restart(self, name: str, downtime: float = 0.0) -> None:
-        """Stop one process, wait `downtime` seconds, start it again with the same arguments."""
+    def restart(self, name: str, downtime: float = 0.0, hard: bool = False) -> None:
+        """Stop one process (SIGTERM; `hard`: SIGKILL, a crash), wait `downtime` seconds, start it
+        again with the same arguments."""
         record = self.records[name]
-        processes.stop(record)
+        if hard:
+            processes.kill(record)
+        else:
+            processes.stop(record)
         if name in self.children:
             self.children[name].wait()
         time.sleep(downtime)
         self.launch(name, record.argv)
+
+    def signal(self, name: str, signum: int) -> None:
+        """Send one signal to a running process of this cluster (the chaos run's SIGSTOP/SIGCONT)."""
+        record = self.records[name]
+        if not processes.is_running(record):
+            raise ClusterError(f"{name} is not running: cannot send it signal {signum}")
+        os.kill(record.pid, signum)
 
     def stop(self, names: tuple[str, ...]) -> list[str]:
         """Stop those of `names` that run and forget them (the rest keeps running); returns the

@@ -1,0 +1,108 @@
+"""`python -m secsched_devtools.chaos` (`make chaos`): faults during a burst, ours then upstream's,
+then docs/reliability.md's Chaos section and a JSON of every figure."""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from bench.machine import REPOSITORY, git_commit, machine
+
+from secsched_devtools.chaos import faults
+from secsched_devtools.chaos.replicas import Election
+from secsched_devtools.chaos.report import section, write_section
+from secsched_devtools.chaos.run import ChaosOptions, run_scheduler
+from secsched_devtools.cluster.schedulers import OURS, UPSTREAM
+
+
+def _names(text: str, known: Sequence[str], what: str) -> tuple[str, ...]:
+    names = tuple(name.strip() for name in text.split(",") if name.strip())
+    unknown = [name for name in names if name not in known]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"{what} {unknown or text!r}: choose from {', '.join(known)}")
+    return names
+
+
+def _gap(text: str) -> tuple[float, float]:
+    try:
+        low, high = (float(part) for part in text.split(","))
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"expected LOW,HIGH seconds, got {text!r}") from error
+    if not 0 <= low <= high:
+        raise argparse.ArgumentTypeError(f"expected 0 <= LOW <= HIGH, got {text!r}")
+    return low, high
+
+
+def parser() -> argparse.ArgumentParser:
+    defaults = ChaosOptions()
+    args = argparse.ArgumentParser(prog="make chaos", description=__doc__)
+    args.add_argument("--nodes", type=int, default=defaults.nodes, help="KWOK nodes (default %(default)s)")
+    args.add_argument(
+        "--pods", type=int, default=defaults.pods, help="pods in the burst (default %(default)s)"
+    )
+    args.add_argument(
+        "--faults",
+        type=lambda text: _names(text, faults.KINDS, "fault kinds"),
+        default=defaults.kinds,
+        help=f"comma-separated fault kinds (default all: {','.join(faults.KINDS)})",
+    )
+    args.add_argument("--repeats", type=int, default=defaults.repeats, help="injections of each kind")
+    args.add_argument("--seed", type=int, default=defaults.seed)
+    args.add_argument(
+        "--gap", type=_gap, default=defaults.gap, help="LOW,HIGH seconds between two faults (default 2,8)"
+    )
+    args.add_argument(
+        "--duration",
+        type=float,
+        default=None,
+        help="seconds to create the burst over (default: fits every fault)",
+    )
+    args.add_argument("--settle-timeout", type=float, default=defaults.settle_timeout)
+    args.add_argument("--events-probe-pods", type=int, default=defaults.events_probe_pods)
+    args.add_argument(
+        "--schedulers",
+        type=lambda text: _names(text, (OURS, UPSTREAM), "schedulers"),
+        default=(OURS, UPSTREAM),
+    )
+    args.add_argument("--output", type=Path, default=REPOSITORY / "out" / "chaos", help="logs and chaos.json")
+    args.add_argument(
+        "--doc",
+        type=Path,
+        default=REPOSITORY / "docs" / "reliability.md",
+        help="the page whose Chaos section is rewritten ('-': none)",
+    )
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    arguments = parser().parse_args(argv)
+    options = ChaosOptions(
+        nodes=arguments.nodes,
+        pods=arguments.pods,
+        kinds=arguments.faults,
+        repeats=arguments.repeats,
+        seed=arguments.seed,
+        gap=arguments.gap,
+        duration=arguments.duration,
+        settle_timeout=arguments.settle_timeout,
+        events_probe_pods=arguments.events_probe_pods,
+        operator=faults.OPERATOR_KILL in arguments.faults,
+        election=Election(),
+    )
+    results = [run_scheduler(kind, options, arguments.output / kind) for kind in arguments.schedulers]
+    (arguments.output / "chaos.json").write_text(json.dumps([r.to_json() for r in results], indent=2))
+    command = "make chaos" + (f' CHAOS_ARGS="{" ".join(sys.argv[1:])}"' if sys.argv[1:] else "")
+    when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    text = section(results, options, command, machine().describe(), when, git_commit())
+    print(text)
+    if str(arguments.doc) != "-":
+        write_section(arguments.doc, text)
+    return 1 if any(result.violations for result in results) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

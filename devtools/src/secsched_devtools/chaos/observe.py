@@ -1,0 +1,92 @@
+"""What the chaos run sees of the cluster: when each pod was first seen bound (a watch that lives
+through the API server's deaths), and the final state the invariants read.
+
+The watch relists whenever it breaks (the API server killed, stopped, or etcd restarted, which
+can compact away the resourceVersion it would resume from): a pod first seen bound in a relist
+counts as bound at that moment, so a recovery is never measured shorter than it was.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+
+from bench.claims import claims_path
+from bench.gang import members_of
+from bench.workload import pods_path
+
+from secondary_scheduler.kube.client import JSON, ApiClient, ApiError, ApiUnavailable
+from secsched_devtools.chaos.invariants import FinalState
+from secsched_devtools.chaos.workload import Workload
+from secsched_devtools.cluster import provisioner
+
+
+class BindingWatch:
+    """Notes the monotonic time each pod of a namespace is first seen with ``spec.nodeName``."""
+
+    def __init__(self, api: ApiClient, namespace: str) -> None:
+        self.api = api
+        self.path = pods_path(namespace)
+        self.bound: dict[str, float] = {}
+        self.relists = 0
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name=f"bindings-{self.path}")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    def _saw(self, pod: JSON, at: float) -> None:
+        name = str(pod["metadata"]["name"])
+        if (pod.get("spec") or {}).get("nodeName") and name not in self.bound:
+            self.bound[name] = at
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                listing = await self.api.list_all(self.path)
+                now = time.monotonic()
+                for pod in listing["items"]:
+                    self._saw(pod, now)
+                version = str(listing["metadata"].get("resourceVersion", ""))
+                params = {"resourceVersion": version, "allowWatchBookmarks": "true", "timeoutSeconds": "600"}
+                async for event in self.api.watch(self.path, params):
+                    if event.get("type") == "ERROR":
+                        break  # expired or compacted: relist
+                    if event.get("type") in ("ADDED", "MODIFIED"):
+                        self._saw(event["object"], time.monotonic())
+            except (ApiUnavailable, ApiError, OSError):
+                await asyncio.sleep(0.2)
+            self.relists += 1
+
+
+async def list_retrying(api: ApiClient, path: str, timeout: float = 120.0) -> list[JSON]:
+    """A full list, through a moment of an API server that is still coming back."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return list((await api.list_all(path))["items"])
+        except ApiUnavailable:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.5)
+
+
+async def final_state(api: ApiClient, namespace: str, workload: Workload) -> FinalState:
+    """The cluster as the invariants read it once the run is over."""
+    return FinalState(
+        pods=await list_retrying(api, "/api/v1/pods"),
+        nodes=await list_retrying(api, "/api/v1/nodes"),
+        claims=await list_retrying(api, claims_path(namespace)),
+        volumes=await list_retrying(api, provisioner.PVS),
+        events=await list_retrying(api, f"/apis/events.k8s.io/v1/namespaces/{namespace}/events"),
+        namespace=namespace,
+        expected=workload.names,
+        fillers=workload.filler_names,
+        gangs=members_of(workload.pods),
+    )

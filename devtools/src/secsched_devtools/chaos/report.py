@@ -1,0 +1,104 @@
+"""The chaos runs as docs/reliability.md's "Chaos" section: ours and upstream's side by side.
+
+The section is written whole by the run that measured it (between its heading and the next
+``## `` heading), so the rest of the page (the soak's section) is left as it is.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+from secsched_devtools.chaos import faults
+from secsched_devtools.chaos.invariants import Recovery, by_rule
+from secsched_devtools.chaos.run import ChaosOptions, RunResult
+
+HEADING = "## Chaos: `make chaos`"
+
+
+def _seconds(value: float) -> str:
+    return "n/a" if math.isnan(value) else f"{value:.1f}"
+
+
+def section(
+    results: Sequence[RunResult], options: ChaosOptions, command: str, machine: str, when: str, commit: str
+) -> str:
+    """The section's markdown, heading included."""
+    names = [result.scheduler for result in results]
+    header = "| | " + " | ".join(names) + " |\n|---|" + "---:|" * len(names) + "\n"
+    first = results[0]
+    kinds = ", ".join(f"{kind} {count}" for kind, count in first.kinds.items())
+    lines = [
+        HEADING,
+        "",
+        f"Measured by `{command}` on {machine}, {when}, commit `{commit}`.",
+        "",
+        f"Each scheduler on a fresh local cluster of {first.nodes:,} KWOK nodes: a burst of {first.pods:,} "
+        f"pods ({kinds}) created at a steady pace, while two replicas under leader election "
+        "(lease 8 s, renew 6 s, retry 2 s; an exited replica is started again after 1 s, as a kubelet "
+        "would) schedule it with deploy/06's load-aware profile (TargetLoadPacking reading Prometheus) "
+        f"plus Coscheduling, and each fault kind is injected {options.repeats} times at seeded random "
+        f"moments (seed {options.seed}), one after another, {options.gap[0]:g}-{options.gap[1]:g} s apart.",
+        "",
+        header
+        + f"| faults injected | {' | '.join(str(len(r.faults)) for r in results)} |\n"
+        + f"| pods bound / burst | {' | '.join(f'{r.bound:,} / {r.pods:,}' for r in results)} |\n"
+        + f"| invariant violations | {' | '.join(str(len(r.violations)) for r in results)} |\n"
+        + f"| replica restarts | {' | '.join(str(r.restarts) for r in results)} |\n"
+        + f"| run time (s) | {' | '.join(f'{r.seconds:.0f}' for r in results)} |",
+        "",
+        "Invariants checked on the final state and its Events: every pod bound, exactly once (one "
+        "Scheduled Event per pod); no node over its allocatable; no two pods with a required "
+        "anti-affinity between them on one node; every DoNotSchedule spread within its skew; every "
+        "claim's PV pinned to its pod's node; no gang partly bound; no victim evicted without its "
+        "preemptor bound or nominated on its node; no pod on a taint it does not tolerate; and the "
+        "operator converged on the CR after each kill.",
+        "",
+        "Recovery: seconds from a fault's end (the part it broke is back: /readyz, /health, the "
+        "process started again; for the leader's kill, the kill itself) to the next binding, p50 / max.",
+        "",
+        "| fault | what | " + " | ".join(names) + " |\n|---|---|" + "---:|" * len(names),
+    ]
+    for kind in options.kinds:
+        cells = []
+        for result in results:
+            count, p50, highest, missing = Recovery(result.recovery).summary(kind)
+            text = f"{_seconds(p50)} / {_seconds(highest)}"
+            if missing:
+                text += f" ({missing} of {count} with no binding after)"
+            cells.append(text)
+        lines.append(f"| {kind} | {faults.DESCRIPTIONS[kind]} | " + " | ".join(cells) + " |")
+    probes = [r.events for r in results]
+    if all(probe is not None for probe in probes):
+        lines += [
+            "",
+            f"Events lost on kill -9: a backlog of {options.events_probe_pods} pods in a fresh namespace, "
+            f"one replica (no election) started on it and killed with SIGKILL once "
+            f"{options.events_probe_share:.0%} of them were bound; lost are the bound pods with no "
+            "Scheduled Event.",
+            "",
+            header
+            + f"| bound when killed | {' | '.join(str(p.bound) for p in probes if p)} |\n"
+            + "| bound with no Scheduled Event | "
+            + " | ".join(f"{p.lost} ({p.lost / max(1, p.bound):.0%})" for p in probes if p)
+            + " |",
+        ]
+    broken = [r for r in results if r.violations]
+    if broken:
+        lines += ["", "Violations (the first ten of each run):", ""]
+        for result in broken:
+            rules = ", ".join(f"{rule} {count}" for rule, count in by_rule(result.violations).items())
+            lines.append(f"- {result.scheduler} ({rules}):")
+            lines += [f"  - {text}" for text in result.violations[:10]]
+    return "\n".join(lines) + "\n"
+
+
+def write_section(document: Path, text: str) -> None:
+    """Replace the Chaos section of ``document`` (up to the next ``## `` heading) with ``text``."""
+    page = document.read_text()
+    start = page.index(HEADING)
+    following = re.compile(r"^## ", re.MULTILINE).search(page, start + len(HEADING))
+    end = following.start() if following else len(page)
+    document.write_text(page[:start] + text + ("\n" if following else "") + page[end:])
