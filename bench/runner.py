@@ -133,6 +133,7 @@ def run(
         default_scheduler=False,
         prometheus=False,  # started for the workloads section's load classes alone
         topology_exporter=False,  # no section reads NodeResourceTopologies
+        dra_driver=False,  # the workloads section's dra class publishes its own slices (bench.dra)
         node_lease_seconds=node_lease_seconds,
         control_plane_gogc=control_plane_gogc,
     )

@@ -35,7 +35,7 @@ from typing import Any, Protocol
 
 import yaml
 
-from bench import storage
+from bench import dra, storage
 from bench.workload import pod_manifests
 from secondary_scheduler.kube.client import JSON
 from secondary_scheduler.kube.quantity import int_value, milli_value
@@ -179,6 +179,14 @@ CLASSES = (
         "LoadVariationRiskBalancing in TargetLoadPacking's place (upstream's defaults, margin 1 and "
         "sensitivity 1, reading Prometheus; NodeResourcesBalancedAllocation off); each node the "
         "`load-aware` class's fixed CPU load, with no variation (stddev 0)",
+    ),
+    WorkloadClass(
+        "dra",
+        "SchedulingWithResourceClaimTemplate (structured parameters)",
+        f"each pod names a ResourceClaimTemplate of one device of the fake DRA driver's DeviceClass "
+        f"(a CEL selector on the driver); the controller manager creates a claim per pod and the "
+        f"scheduler allocates it; every node publishes a ResourceSlice of {dra.DEVICES_PER_NODE} GPUs; "
+        "pre-existing pods are basic ones (no claims)",
     ),
 )
 CLASS_NAMES = tuple(klass.name for klass in CLASSES)
@@ -335,6 +343,8 @@ def measured_manifests(
     for index, pod in enumerate(pods):
         pod["metadata"]["labels"][ROLE_LABEL] = MEASURED
         _constrain(pod, klass, zones)
+        if klass == "dra":
+            dra.claim_pod(pod)
         if klass == "preemption":
             _set_requests(pod, PREEMPTOR_REQUESTS)
             pod["spec"]["priorityClassName"] = HIGH_PRIORITY

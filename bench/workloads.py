@@ -43,7 +43,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from bench import storage
+from bench import dra, storage
 from bench.claims import PVS, claims_path, delete_claims, wait_published
 from bench.context import BenchContext, BenchOptions
 from bench.machine import component_versions
@@ -317,6 +317,10 @@ class WorkloadsSection(WorkloadsReport):
             await wait_published(context)
         namespace = f"bench-wl-{context.nodes}-{klass}"
         await ensure_namespace(api, namespace)
+        if klass == "dra":
+            with step(f"{context.nodes:,} nodes · {klass} · a DeviceClass and {len(nodes):,} ResourceSlices"):
+                await dra.publish(api, node_objects, options.concurrency)
+                await api.create(dra.template_path(namespace), dra.claim_template())
         existing_pods = existing_manifests(klass, existing, nodes, SCHEDULER_NAME, seed=context.nodes)
         with step(f"{context.nodes:,} nodes · {klass} · {existing:,} pre-existing pods, bound", log_every=5):
             await create_pods(api, namespace, existing_pods, PodClock(), options.concurrency)
@@ -334,6 +338,9 @@ class WorkloadsSection(WorkloadsReport):
         finally:
             with step(f"{context.nodes:,} nodes · {klass} · deleting its pods and namespace", log_every=5):
                 await delete_all_pods(api, namespace, options.concurrency)
+                if klass == "dra":
+                    await dra.wait_claims_gone(api, namespace, context.log)
+                    await dra.unpublish(api, node_objects, options.concurrency)
                 with contextlib.suppress(ApiError):
                     await api.delete(f"/api/v1/namespaces/{namespace}")
         return position
@@ -432,6 +439,7 @@ class WorkloadsSection(WorkloadsReport):
                 watch = PodWatch(api, namespace, clock)
                 listed_claims: list[JSON] = []
                 listed_volumes: list[JSON] = []
+                resource_claims: list[JSON] = []
                 try:
                     await watch.start()
                     progress.update("warming up")
@@ -496,6 +504,8 @@ class WorkloadsSection(WorkloadsReport):
                     if klass == "pvc":
                         listed_claims = (await api.list_all(claims_path(namespace)))["items"]
                         listed_volumes = (await api.list_all(PVS))["items"]
+                    if klass == "dra":
+                        resource_claims = (await api.list_all(dra.claims_path(namespace)))["items"]
                 finally:
                     await watch.stop()
             violations = check_placement(listed, nodes)
@@ -507,6 +517,8 @@ class WorkloadsSection(WorkloadsReport):
                     listed_volumes,
                 )
                 violations += [f"volume: {text}" for text in storage.violations(found)]
+            if klass == "dra":
+                violations += [f"device: {text}" for text in dra.violations(listed, resource_claims)]
             still = sum(
                 1 for pod in listed if (pod["metadata"].get("labels") or {}).get(ROLE_LABEL) == EXISTING
             )
@@ -554,6 +566,8 @@ class WorkloadsSection(WorkloadsReport):
             await delete_all_pods(api, namespace, options.concurrency, selector=f"{ROLE_LABEL}!={EXISTING}")
             if klass == "pvc":
                 await delete_claims(api, namespace, options.concurrency, progress.update)
+            if klass == "dra":
+                await dra.wait_claims_gone(api, namespace, progress.update)
             if record.victims:
                 progress.update(f"creating the {record.victims} victims again")
                 await restore_existing(api, namespace, existing, options.concurrency)
