@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed-stamp
 EXAMPLE_PLUGINS := examples/plugins/secsched-example-plugins
 DEVTOOLS := devtools
 
-.PHONY: all setup binaries test lint demo bench chaos clean conformance fuzz images
+.PHONY: all setup binaries test lint demo bench chaos soak clean conformance fuzz images
 
 all: test
 
@@ -60,6 +60,11 @@ bench: binaries
 # Faults during a burst, ours then upstream's: docs/reliability.md's Chaos section.
 chaos: binaries
 	$(BIN)/python -m secsched_devtools.chaos $(CHAOS_ARGS)
+
+# An hour of churn against ours, sampled for growth: docs/reliability.md's Soak section.
+# `make soak SOAK_ARGS="--duration 5m"` for a shorter run (it writes the section too).
+soak: binaries
+	$(BIN)/python -m secsched_devtools.soak --docs $(SOAK_ARGS)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
