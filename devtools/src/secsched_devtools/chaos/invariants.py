@@ -25,7 +25,7 @@ from secondary_scheduler.kube.client import JSON
 
 SCHEDULED = "Scheduled"
 PREEMPTED = "Preempted"
-PREEMPTED_BY = re.compile(r"Preempted by pod (?P<uid>[0-9a-f-]+) on node (?P<node>\S+)")
+PREEMPTED_BY = re.compile(r"Preempted by pod (?P<uid>\S+) on node (?P<node>\S+)")
 """The victim's Event, in both schedulers' words (upstream's preemption.go, ours' framework/preemption)."""
 
 
