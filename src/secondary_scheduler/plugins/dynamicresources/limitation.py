@@ -8,6 +8,5 @@ ENABLED_WARNING = (
     "DynamicResources allocates ResourceClaims with structured parameters as kube-scheduler 1.34 does, "
     "but refuses (FailedScheduling, naming the field) claims and ResourceSlices that use features 1.34 "
     "leaves off (partitionable devices, device taints, consumable capacity, binding conditions) and "
-    "selectors that use CEL libraries beyond standard CEL, quantity() and semver(); CEL cost limits are "
-    "not enforced at run time"
+    "selectors that use CEL libraries beyond standard CEL, quantity() and semver()"
 )
