@@ -171,9 +171,14 @@ def test_events_lost_are_the_bound_pods_without_a_scheduled_event() -> None:
 
 
 def test_recovery_is_the_time_from_each_faults_end_to_the_next_binding() -> None:
-    found = invariants.recovery([("kill", 10.0), ("kill", 20.0), ("stop", 30.0)], [5.0, 11.5, 22.0, 25.0])
-    assert found.seconds == {"kill": [1.5, 2.0], "stop": [None]}
+    found = invariants.recovery(
+        [("kill", 10.0, 0.0), ("kill", 20.0, 0.0), ("stop", 30.0, 0.0), ("leader", 40.0, 0.5)],
+        [5.0, 11.5, 22.0, 25.0, 40.2, 43.0],
+    )
+    # 40.2 is the dead leader's binding, still in flight when it was killed.
+    assert found.seconds == {"kill": [1.5, 2.0], "stop": [pytest.approx(10.2)], "leader": [3.0]}
     assert found.summary("kill") == (2, 1.5, 2.0, 0)
+    found = invariants.recovery([("stop", 30.0, 0.0)], [5.0])
     count, p50, highest, missing = found.summary("stop")
     assert (count, missing) == (1, 1) and math.isnan(p50) and math.isnan(highest)
 

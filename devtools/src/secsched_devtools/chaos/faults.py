@@ -48,6 +48,9 @@ DESCRIPTIONS = {
     PROVISIONER_RESTART: "kill -9 the storage provisioner, start it again after 1-3 s",
 }
 OPERATOR_CONVERGE_SECONDS = 120.0
+IN_FLIGHT_SECONDS = 0.5
+"""After a leader's kill, bindings seen this soon are the dead leader's (sent before it died); a
+standby cannot bind that soon, as the lease it must take over lasts seconds."""
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,9 @@ class FaultRecord:
     ended: float
     detail: str
     violation: str | None = None
+    in_flight: float = 0.0
+    """Seconds after ``ended`` whose bindings are not the recovery: those the killed leader had sent
+    before it died, which the API server still completes."""
 
 
 def plan(kinds: tuple[str, ...], repeats: int, seed: int) -> list[str]:
@@ -142,7 +148,9 @@ class FaultInjector:
         leader = await self.replicas.leader()
         started = time.monotonic()
         self.replicas.kill(leader)
-        return FaultRecord(LEADER_KILL, started, time.monotonic(), f"killed {leader.name}")
+        return FaultRecord(
+            LEADER_KILL, started, time.monotonic(), f"killed {leader.name}", in_flight=IN_FLIGHT_SECONDS
+        )
 
     async def _operator_kill(self) -> FaultRecord:
         if self.operator is None:

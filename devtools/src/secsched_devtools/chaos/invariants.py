@@ -11,6 +11,7 @@ tolerate, and the recovery after each fault.
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -214,11 +215,12 @@ class Recovery:
         return len(values), percentile(measured, 0.5), highest, len(values) - len(measured)
 
 
-def recovery(faults: Iterable[tuple[str, float]], bindings: Iterable[float]) -> Recovery:
-    """``faults``: (kind, end time); ``bindings``: when each binding was seen, on the same clock."""
+def recovery(faults: Iterable[tuple[str, float, float]], bindings: Iterable[float]) -> Recovery:
+    """``faults``: (kind, end time, seconds after the end whose bindings do not count: in flight
+    before the fault); ``bindings``: when each binding was seen, on the same clock."""
     ordered = sorted(bindings)
     seconds: dict[str, list[float | None]] = defaultdict(list)
-    for kind, end in faults:
-        after = next((at for at in ordered if at >= end), None)
-        seconds[kind].append(None if after is None else after - end)
+    for kind, end, in_flight in faults:
+        index = bisect.bisect_left(ordered, end + in_flight)
+        seconds[kind].append(ordered[index] - end if index < len(ordered) else None)
     return Recovery(dict(seconds))

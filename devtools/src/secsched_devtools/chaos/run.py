@@ -8,7 +8,8 @@ A run:
 3. starts two replicas of the scheduler under leader election, kept running (`replicas`);
 4. creates the burst (`workload`) at a steady pace over ``duration`` seconds, retrying through
    the API server's outages as a controller would, while `faults` are injected one after
-   another at seeded random moments;
+   another at seeded random moments; its last 5 % only once the last fault is over, so that
+   every fault has bindings to come after it;
 5. waits until every pod is bound (or ``settle_timeout`` passes: a hang), stops the replicas
    (SIGTERM: they write what Events they hold) and checks the `invariants` on the final state;
 6. measures the Events a kill -9 loses: a backlog of pods in a fresh namespace, one replica
@@ -162,12 +163,11 @@ async def _run(kind: str, options: ChaosOptions, cluster: LocalCluster, director
             await replicas.start()
             await replicas.leader()
             watch.start()
-            console.print(
-                f"{kind}: creating {len(burst.pods)} pods over {options.pace():.0f}s while injecting faults"
-            )
-            creating = asyncio.create_task(
-                _create_paced(api, pods_path(NAMESPACE), burst.pods, options.pace())
-            )
+            # The last pods wait for the last fault, so that every fault has bindings after it.
+            tail = max(10, len(burst.pods) // 20)
+            first, last = burst.pods[:-tail], burst.pods[-tail:]
+            console.print(f"{kind}: creating {len(first)} pods over {options.pace():.0f}s, injecting faults")
+            creating = asyncio.create_task(_create_paced(api, pods_path(NAMESPACE), first, options.pace()))
             injector = faults.FaultInjector(
                 cluster, replicas, operator_process, api, random.Random(options.seed)
             )
@@ -178,6 +178,8 @@ async def _run(kind: str, options: ChaosOptions, cluster: LocalCluster, director
                 console.print(f"{kind}: {fault} ({record.detail}); {len(watch.bound)} pods bound so far")
                 records.append(record)
             await creating
+            console.print(f"{kind}: faults over; creating the last {len(last)} pods")
+            await _create_paced(api, pods_path(NAMESPACE), last, 1.0)
             expected = set(burst.names)
             try:
                 await wait_for(
@@ -192,7 +194,9 @@ async def _run(kind: str, options: ChaosOptions, cluster: LocalCluster, director
                 operator_process.stop()
         state = await final_state(api, NAMESPACE, burst)
         violations = invariants.check(state) + [r.violation for r in records if r.violation]
-        recovery = invariants.recovery([(r.kind, r.ended) for r in records], watch.bound.values())
+        recovery = invariants.recovery(
+            [(r.kind, r.ended, r.in_flight) for r in records], watch.bound.values()
+        )
         bound = sum(1 for pod in invariants.run_pods(state) if (pod.get("spec") or {}).get("nodeName"))
         seconds = time.monotonic() - started
         events = None
