@@ -15,7 +15,7 @@ from bench.machine import REPOSITORY, git_commit, machine
 from secsched_devtools.chaos import faults
 from secsched_devtools.chaos.replicas import Election
 from secsched_devtools.chaos.report import section, write_section
-from secsched_devtools.chaos.run import ChaosOptions, run_scheduler
+from secsched_devtools.chaos.run import ChaosOptions, RunResult, run_scheduler
 from secsched_devtools.cluster.schedulers import OURS, UPSTREAM
 
 
@@ -75,6 +75,14 @@ def parser() -> argparse.ArgumentParser:
         default=REPOSITORY / "docs" / "reliability.md",
         help="the page whose Chaos section is rewritten ('-': none)",
     )
+    args.add_argument(
+        "--from-json",
+        type=Path,
+        help="write the doc from a run's chaos.json instead of running (with --command, --when, --commit)",
+    )
+    args.add_argument("--command", help="with --from-json: the command that ran")
+    args.add_argument("--when", help="with --from-json: when it ran")
+    args.add_argument("--commit", help="with --from-json: the commit it ran")
     return args
 
 
@@ -93,11 +101,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         operator=faults.OPERATOR_KILL in arguments.faults,
         election=Election(),
     )
-    results = [run_scheduler(kind, options, arguments.output / kind) for kind in arguments.schedulers]
-    (arguments.output / "chaos.json").write_text(json.dumps([r.to_json() for r in results], indent=2))
-    command = "make chaos" + (f' CHAOS_ARGS="{" ".join(sys.argv[1:])}"' if sys.argv[1:] else "")
-    when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    text = section(results, options, command, machine().describe(), when, git_commit())
+    if arguments.from_json:
+        missing = [flag for flag in ("command", "when", "commit") if not getattr(arguments, flag)]
+        if missing:
+            parser().error(f"--from-json needs {', '.join('--' + flag for flag in missing)} too")
+        results = [RunResult.from_json(data) for data in json.loads(arguments.from_json.read_text())]
+        command, when, commit = arguments.command, arguments.when, arguments.commit
+    else:
+        results = [run_scheduler(kind, options, arguments.output / kind) for kind in arguments.schedulers]
+        (arguments.output / "chaos.json").write_text(json.dumps([r.to_json() for r in results], indent=2))
+        shown = " ".join(sys.argv[1:])
+        command = "make chaos" + (f' CHAOS_ARGS="{shown}"' if shown else "")
+        when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+        commit = git_commit()
+    text = section(results, options, command, machine().describe(), when, commit)
     print(text)
     if str(arguments.doc) != "-":
         write_section(arguments.doc, text)

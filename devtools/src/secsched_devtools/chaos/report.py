@@ -13,6 +13,7 @@ from pathlib import Path
 
 from secsched_devtools.chaos import faults
 from secsched_devtools.chaos.invariants import Recovery, by_rule
+from secsched_devtools.chaos.replicas import RESTART_BACKOFF
 from secsched_devtools.chaos.run import ChaosOptions, RunResult
 
 HEADING = "## Chaos: `make chaos`"
@@ -29,6 +30,7 @@ def section(
     names = [result.scheduler for result in results]
     header = "| | " + " | ".join(names) + " |\n|---|" + "---:|" * len(names) + "\n"
     first = results[0]
+    election = options.election
     kinds = ", ".join(f"{kind} {count}" for kind, count in first.kinds.items())
     lines = [
         HEADING,
@@ -37,10 +39,18 @@ def section(
         "",
         f"Each scheduler on a fresh local cluster of {first.nodes:,} KWOK nodes: a burst of {first.pods:,} "
         f"pods ({kinds}) created at a steady pace, while two replicas under leader election "
-        "(lease 8 s, renew 6 s, retry 2 s; an exited replica is started again after 1 s, as a kubelet "
-        "would) schedule it with deploy/06's load-aware profile (TargetLoadPacking reading Prometheus) "
+        f"(lease {election.lease_seconds:g} s, renew {election.renew_seconds:g} s, retry "
+        f"{election.retry_seconds:g} s; an exited replica is started again after {RESTART_BACKOFF:g} s, "
+        "as a kubelet would) schedule it with deploy/06's load-aware profile (TargetLoadPacking "
+        "reading Prometheus) "
         f"plus Coscheduling, and each fault kind is injected {options.repeats} times at seeded random "
         f"moments (seed {options.seed}), one after another, {options.gap[0]:g}-{options.gap[1]:g} s apart.",
+        "",
+        'Run it again with `make chaos` (this size by default; `CHAOS_ARGS="--nodes 100 --pods 500 '
+        '--repeats 1"` for a short run, `--schedulers ours`, `--faults apiserver-kill,leader-kill`, '
+        "`--seed N`; `python -m secsched_devtools.chaos --help` lists them). Each run's logs and "
+        "`chaos.json` (every fault with its times, every violation) go to `out/chaos/`; "
+        "`tests/cluster/test_chaos_smoke.py` runs each fault once on 30 nodes in `make test`.",
         "",
         header
         + f"| faults injected | {' | '.join(str(len(r.faults)) for r in results)} |\n"

@@ -123,6 +123,24 @@ class RunResult:
             "events": None if self.events is None else vars(self.events),
         }
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RunResult:
+        """A result `to_json` wrote (``--from-json`` writes the doc again without running)."""
+        events = data.get("events")
+        return cls(
+            scheduler=data["scheduler"],
+            nodes=data["nodes"],
+            pods=data["pods"],
+            kinds=dict(data["kinds"]),
+            faults=[faults.FaultRecord(**record) for record in data["faults"]],
+            bound=data["bound"],
+            violations=list(data["violations"]),
+            recovery={kind: list(values) for kind, values in data["recovery"].items()},
+            restarts=data["restarts"],
+            seconds=data["seconds"],
+            events=None if events is None else EventsProbe(**events),
+        )
+
 
 def run_scheduler(kind: str, options: ChaosOptions, directory: Path) -> RunResult:
     """The whole run of `kind` on a fresh cluster (stopped afterwards, whatever happens)."""
