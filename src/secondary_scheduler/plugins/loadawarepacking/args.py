@@ -34,6 +34,11 @@ class LoadAwarePackingArgs(TrimaranArgs):
     with daily waves and unknown levels: packing to the target at placement time left nodes over it
     at every daily peak in replay, docs/loadaware.md). PackToTarget: the highest predicted peak that
     stays under the target wins (fewer nodes in use; for steady loads)."""
+    opening_cost: float = Field(10.0, ge=0, lt=100)
+    """Balance: a node without workload pods (DaemonSet and static pods aside) is scored as if this
+    many percent points busier, so nodes in use take pods until they are that much busier than an
+    empty one, and fewer nodes are opened (replay: -18 nodes of 200 on the first day, and fewer
+    node-minutes over target, docs/loadaware.md). 0 opens an empty node whenever it is the least loaded."""
     hard_threshold: int | None = Field(None, gt=0, le=100)
     """Filter: keep pods off nodes whose predicted peak with the pod exceeds this percent.
     Unset (the default, as Koordinator's usageThresholds): the Filter rejects nothing."""

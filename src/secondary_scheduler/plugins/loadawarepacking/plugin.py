@@ -24,14 +24,17 @@ from secondary_scheduler.framework.podinfo import PodInfo
 from secondary_scheduler.framework.resources import CPU_COLUMN
 from secondary_scheduler.plugins.loadawarepacking.args import LoadAwarePackingArgs
 from secondary_scheduler.plugins.loadawarepacking.estimator import PodShape, UsageEstimator
+from secondary_scheduler.plugins.loadawarepacking.events import DegradedMetricsEvents
 from secondary_scheduler.plugins.loadawarepacking.history import NodeHistory
 from secondary_scheduler.plugins.loadawarepacking.inflight import InFlightPods, Window
 from secondary_scheduler.plugins.loadawarepacking.notes import LoadAwareNote
+from secondary_scheduler.plugins.loadawarepacking.occupancy import WorkloadPods
 from secondary_scheduler.plugins.loadawarepacking.scoring import (
     over_threshold,
     predicted_percent,
     score_balanced,
     score_packed,
+    with_opening_cost,
 )
 from secondary_scheduler.plugins.loadawarepacking.telemetry import (
     NO_METRICS_ESTIMATED,
@@ -81,7 +84,8 @@ class LoadAwarePacking(TrimaranPlugin, ScorePlugin, FilterPlugin):
         self._estimated_gauge = degraded.labels(self.name, NO_METRICS_ESTIMATED)
         self._unscored_gauge = degraded.labels(self.name, NO_METRICS_UNSCORED)
         self._inflight_gauge = self.telemetry.inflight_pods.labels(self.name)
-        """The window of the last snapshot recorded."""
+        self._workload_index = f"loadawarepacking/workload/{id(self)}"
+        self.events = DegradedMetricsEvents(handle, self.name)
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         """The Filter's rejections are undone by load leaving a node (a pod going) or a node coming."""
@@ -109,7 +113,9 @@ class LoadAwarePacking(TrimaranPlugin, ScorePlugin, FilterPlugin):
         if self.args.scoring_strategy == "PackToTarget" and self.estimator.global_ratio is not None:
             scores = score_packed(prediction.percent, target)
         else:  # packing on a guess of the pods' scale packs to an unknown: balance until a lesson
-            scores = score_balanced(prediction.percent, target)
+            empty = table.index(self._workload_index, WorkloadPods).empty(nodes)
+            percent = with_opening_cost(prediction.percent, empty, self.args.opening_cost, target)
+            scores = score_balanced(percent, target)
         state.add_note(prediction.note)
         return np.where(prediction.unscored, 0, scores).astype(np.int64)
 
@@ -140,7 +146,31 @@ class LoadAwarePacking(TrimaranPlugin, ScorePlugin, FilterPlugin):
         percent = predicted_percent(capacity, peak, rise, missing + margin + pod_millis)
         note = self._note(usage, table, nodes, pod_millis, shape, unmeasured, unscored, missing, rise)
         self._count(usage, unmeasured, unscored, len(inflight))
+        self._tell(pod, usage, table, nodes, unmeasured, unscored)
         return Prediction(percent, unscored, note)
+
+    def _tell(
+        self,
+        pod: PodInfo,
+        usage: NodeUsage,
+        table: NodeTable,
+        nodes: Slots,
+        unmeasured: BoolArray,
+        unscored: BoolArray,
+    ) -> None:
+        """The Warning Events of degraded metrics (once per episode; see ``events``)."""
+        held = usage.stale and self.history.known
+        self.events.stale(pod, held, usage.source, usage.age_seconds, self.policy.staleness_limit)
+        if held or not unmeasured.any():
+            self.events.missing(pod, (), 0, usage.source, "")
+            return
+        if unscored.any():
+            instead = "scored 0 (fallbackToRequests: false)"
+        else:
+            factor = self.estimator.global_ratio or self.args.default_usage_factor
+            instead = f"their load predicted from their pods' CPU requests x {factor:.2f}"
+        names = [table.names[slot] for slot in nodes[unmeasured][:10].tolist()]
+        self.events.missing(pod, names, int(unmeasured.sum()), usage.source, instead)
 
     def _from_requests(self, table: NodeTable, nodes: Slots, capacity: FloatArray) -> FloatArray:
         """Load of nodes without a reading: their pods' CPU requests x the learned use per request."""

@@ -54,6 +54,18 @@ def _with_crossing(predicted: FloatArray, load: FloatArray, under: FloatArray, t
     return np.floor(raw + 0.5).astype(np.int64)  # halves up, as Go's math.Round for x >= 0
 
 
+def with_opening_cost(predicted: FloatArray, empty: BoolArray, cost: float, target: float) -> FloatArray:
+    """Empty nodes as Balance should see them: ``cost`` points fuller, never past the target.
+
+    Balance alone opens an empty node for every pod while any node in use is busier than nothing;
+    with the cost, nodes in use are filled until they are ``cost`` points busier than an empty node.
+    A crossing node still loses to an empty one (the cost stops at the target).
+    """
+    if cost <= 0:
+        return predicted
+    return np.where(empty & (predicted <= target), np.minimum(predicted + cost, target), predicted)
+
+
 def over_threshold(predicted: FloatArray, threshold: float) -> BoolArray:
     """The Filter's test: nodes whose predicted peak with the pod exceeds the hard threshold."""
     return predicted > threshold

@@ -191,6 +191,18 @@ async def test_stale_metrics_hold_the_last_peaks_and_say_so(caplog: pytest.LogCa
     assert scores["b"] == fresh["b"] and scores["a"] != fresh["a"]
     labels = {"profile_plugin": "LoadAwarePacking", "reason": "stale-held"}
     assert world.gauge("secsched_loadaware_degraded_nodes", **labels) == 2
+    # One Warning Event on the first pod placed on stale metrics, not one per pod; again after recovery.
+    stale = [event for event in world.events if event[2] == "LoadMetricsStale"]
+    assert [(name, kind) for name, kind, _, _ in stale] == [("p", "Warning")]
+    assert "600s old (metricsStalenessLimit 120s)" in stale[0][3]
+    world.down = False
+    assert await world.refresh()
+    world.score(vm("r", limit="800m"))
+    world.down = True
+    world.now += 600
+    assert not await world.refresh()
+    world.score(vm("s", limit="800m"))
+    assert [e[0] for e in world.events if e[2] == "LoadMetricsStale"] == ["p", "s"]
 
 
 async def test_a_node_without_metrics_is_estimated_from_its_requests_visibly() -> None:
@@ -205,12 +217,18 @@ async def test_a_node_without_metrics_is_estimated_from_its_requests_visibly() -
     assert any("no CPU reading, load from requests" in line for line in note.lines())
     labels = {"profile_plugin": "LoadAwarePacking"}
     assert world.gauge("secsched_loadaware_degraded_nodes", **labels, reason="no-metrics-estimated") == 1
+    # One Warning Event naming the node and what was done instead (the predict above was the first pod).
+    missing = [event for event in world.events if event[2] == "LoadMetricsMissing"]
+    assert len(missing) == 1 and missing[0][1] == "Warning"
+    assert "1 node(s) without a CPU reading from Prometheus http://prom:9090 (silent)" in missing[0][3]
+    assert "CPU requests x 1.50" in missing[0][3]
     # fallbackToRequests: false scores it 0, and says so.
     strict = World({"a": CORES, "silent": CORES}, {"fallbackToRequests": False})
     strict.cpu = {"a": (30.0, 0.0)}
     await strict.refresh()
     scores, note = strict.score(vm("p", limit="800m"))
     assert scores["silent"] == 0 and note.unscored == ("silent",)
+    assert [e[3].endswith("): scored 0 (fallbackToRequests: false)") for e in strict.events] == [True]
     assert strict.gauge("secsched_loadaware_degraded_nodes", **labels, reason="no-metrics-unscored") == 1
 
 
@@ -245,3 +263,24 @@ async def test_a_pod_assumed_then_bound_still_teaches_but_one_that_left_does_not
         world.score(vm("probe"))
         lessons = world.gauge("secsched_loadaware_lessons_total", profile_plugin="LoadAwarePacking")
         assert lessons == (None if leaves else 1), leaves
+
+
+def daemon_pod(name: str, node_name: str) -> dict[str, object]:
+    pod = vm(name, node_name=node_name, bound_at=START - 3600)
+    pod["metadata"]["ownerReferences"] = [{"kind": "DaemonSet", "name": "exporter", "controller": True}]  # type: ignore[index]
+    return pod
+
+
+@pytest.mark.parametrize(
+    ("used_percent", "cost", "winner"), [(5.0, 10.0, "used"), (5.0, 0.0, "empty"), (30.0, 10.0, "empty")]
+)
+async def test_balance_fills_nodes_in_use_by_the_opening_cost_before_opening_another(
+    used_percent: float, cost: float, winner: str
+) -> None:
+    world = World({"used": CORES, "empty": CORES}, {"openingCost": cost})
+    world.place(vm("old", node_name="used", bound_at=START - 3600), "used")
+    world.place(daemon_pod("exporter-empty", "empty"), "empty")  # a DaemonSet's pod: still empty
+    world.cpu = {"used": (used_percent, 0.0), "empty": (0.0, 0.0)}
+    await world.refresh()
+    scores, _ = world.score(vm("p", limit="800m"))  # +5 %
+    assert max(scores, key=scores.__getitem__) == winner

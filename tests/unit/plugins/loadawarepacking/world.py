@@ -72,7 +72,14 @@ class World:
         self.services = TrimaranServices(
             registry=self.registry, clock=lambda: self.now, provider_factory=lambda _: _Provider(self)
         )
-        self.handle = Handle(metrics_registry=self.registry)
+        self.events: list[tuple[str, str, str, str]] = []
+        """(pod name, type, reason, note) of each Event the plugin recorded."""
+        self.handle = Handle(
+            metrics_registry=self.registry,
+            event_sink=lambda pod, _reporter, kind, reason, _action, note: self.events.append(
+                (pod.name, kind, reason, note)
+            ),
+        )
         self.handle.register_service(SERVICE, self.services)
         config = {**PROMETHEUS, **(args or {})}
         self.plugin = LoadAwarePacking(validated_args(LoadAwarePacking, config), self.handle)
