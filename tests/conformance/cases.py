@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import yaml
 
 from secondary_scheduler.kube.client import JSON
+from tests.conformance import dra_cases
 
 ZONES = ("zone-a", "zone-b", "zone-c")
 NAMESPACES = ("default", "team-a", "team-b")
@@ -253,6 +254,12 @@ PROFILES: dict[str, str] = {
 """
     ),
 }
+# Pods with ResourceClaims (DynamicResources, in the default profile): three names so that they
+# come up three times per round of profiles.
+PROFILES["dra"] = PROFILES["default"]
+PROFILES["dra-more"] = PROFILES["default"]
+PROFILES["dra-most-allocated"] = PROFILES["most-allocated"]
+DRA = {"dra", "dra-more", "dra-most-allocated"}
 TRIMARAN = ("TargetLoadPacking", "LoadVariationRiskBalancing", "LowRiskOverCommitment")
 
 
@@ -301,6 +308,8 @@ class Generator:
             pods.append(self._bound_pod(rng, i, rng.choice(nodes)["metadata"]["name"], features))
         objects = self._objects(rng, pods, features)
         pod = self._incoming(rng, features)
+        if profile in DRA:
+            self._dra(rng, nodes, pods, objects, pod, features)
         snapshot: JSON = {"nodes": nodes, "pods": pods, "objects": objects, "now": 1_700_000_000}
         if profile in LOAD_AWARE:
             self._metrics(rng, snapshot, features, every_node=profile not in PARITY)
@@ -788,6 +797,33 @@ class Generator:
             "metadata": {"name": "incoming", "namespace": namespace, "labels": labels, "uid": "uid-incoming"},
             "spec": spec,
         }
+
+    def _dra(
+        self,
+        rng: random.Random,
+        nodes: list[JSON],
+        pods: list[JSON],
+        objects: list[JSON],
+        pod: JSON,
+        features: set[str],
+    ) -> None:
+        """Classes, slices and claims (``dra_cases``), and the pod's claims; most nodes untainted and
+        most pods without pod (anti-)affinity or spreading, so that DynamicResources decides."""
+        for node in nodes:
+            if rng.random() < 0.8:
+                node["spec"].pop("taints", None)
+                node["spec"].pop("unschedulable", None)
+        if rng.random() < 0.7:
+            for key in ("affinity", "topologySpreadConstraints", "nodeName", "nodeSelector"):
+                pod["spec"].pop(key, None)
+        if rng.random() < 0.6:  # devices, not cpu or memory, decide
+            for container in pod["spec"]["containers"]:
+                container.pop("resources", None)
+            pod["spec"].pop("resources", None)
+        slices = dra_cases.resource_slices(rng, nodes, features)
+        held = dra_cases.held_claims(rng, slices, pods, features)
+        _entries, claims = dra_cases.pod_claims(rng, pod, held, features)
+        objects += [*dra_cases.device_classes(), *slices, *held, *claims]
 
     def _metrics(self, rng: random.Random, snapshot: JSON, features: set[str], every_node: bool) -> None:
         """Load-watcher metrics for every node, or most (a node without any scores the minimum)."""

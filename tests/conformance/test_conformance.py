@@ -4,7 +4,8 @@ Every case (``cases.Generator``, seeded) goes through ``secsched score``'s cycle
 and through ``conformance-harness``, a thin Go program built from the very modules of
 kube-scheduler v1.34 and scheduler-plugins that the local cluster runs (``secsched cluster
 build``). Both report per node: feasible or not, the filter reason, each score plugin's raw,
-normalized and weighted score, and the total; all must be equal.
+normalized and weighted score, the total, and for a pod with ResourceClaims to allocate the
+devices each claim would get there (the request of each device); all must be equal.
 
 ``make test`` runs a few hundred cases; ``make conformance`` thousands. Environment:
 ``CONFORMANCE_CASES`` (count), ``CONFORMANCE_SEED``. A failing case is written, with both
@@ -30,6 +31,7 @@ from secondary_scheduler.cli.score_run import CycleError, explain
 from secondary_scheduler.config import load_config
 from secondary_scheduler.config.model import Profile
 from secondary_scheduler.plugins.catalog import IN_TREE_CATALOG
+from secondary_scheduler.plugins.dynamicresources.dynamic_resources import AllocationNote
 from secondary_scheduler.plugins.registry import in_tree_registry
 from secondary_scheduler.plugins.trimaran.watchermetrics import WatcherMetrics
 from secsched_devtools.cluster import build, versions
@@ -159,11 +161,17 @@ def run_ours(case: Case) -> JSON:
         objects=snapshot["objects"],
     )
     try:
-        return explain(
-            _profile(case), cluster, copy.deepcopy(case.pod), registry=in_tree_registry()
-        ).as_json()
+        report = explain(_profile(case), cluster, copy.deepcopy(case.pod), registry=in_tree_registry())
     except CycleError as error:
         return {"error": str(error)}
+    result = report.as_json()
+    for note in report.notes:
+        if isinstance(note, AllocationNote):  # what the harness reads from upstream's cycle state
+            for name, devices in note.requests_by_node().items():
+                node = result["nodes"].get(name)
+                if node is not None and node["feasible"]:
+                    node["devices"] = devices
+    return result
 
 
 def compare(ours: JSON, upstream: JSON) -> list[str]:
@@ -189,6 +197,12 @@ def compare(ours: JSON, upstream: JSON) -> list[str]:
             continue
         if not mine["feasible"]:
             continue
+        if "devices" in mine or "devices" in theirs:
+            same_devices = mine.get("devices") == theirs.get("devices")
+            TALLY.count("DynamicResources devices", same_devices)
+            if not same_devices:
+                ours_devices, upstream_devices = mine.get("devices"), theirs.get("devices")
+                differences.append(f"{name}: devices: ours {ours_devices}, upstream {upstream_devices}")
         for plugin in sorted(set(mine["plugins"]) | set(theirs["plugins"])):
             a, b = mine["plugins"].get(plugin), theirs["plugins"].get(plugin)
             if a is None and plugin in PENDING_PLUGINS:

@@ -169,18 +169,30 @@ class _Chosen:
     slice_obj: KubeObject
 
 
+class _ResultTooLarge(Exception):
+    """Upstream's errAllocationResultMaxSizeExceeded: this branch would give a claim more than
+    ALLOCATION_RESULTS_MAX_SIZE devices (the search backtracks further, to a shorter subrequest)."""
+
+
+_RequestKey = tuple[int, int, int]
+"""(claim, request, subrequest) indices, upstream's requestIndices (subrequest 0 without a list)."""
+
+
 @dataclass
 class _Search:
     claims: Sequence[KubeObject]
     pools: list[Pool]
     allocated: frozenset[DeviceID] | set[DeviceID]
     selector_results: SelectorResults
-    requests: list[list[list[_Request]]] = field(default_factory=list)
-    """Per claim, per request: its alternatives (one, or the subrequests in order)."""
+    requests: dict[_RequestKey, _Request] = field(default_factory=dict)
+    """Every request and subrequest (upstream's requestData)."""
+    request_counts: list[int] = field(default_factory=list)
+    """Per claim, how many requests it has."""
     constraints: list[list[_Constraint]] = field(default_factory=list)
     allocating: dict[DeviceID, set[int]] = field(default_factory=dict)
     chosen: list[list[_Chosen]] = field(default_factory=list)
-    picked: dict[tuple[int, int], _Request] = field(default_factory=dict)
+    selected: dict[tuple[int, int], int] = field(default_factory=dict)
+    """(claim, request) -> the index of the subrequest the search settled on."""
 
     def in_use(self, device_id: DeviceID) -> bool:
         return device_id in self.allocated or bool(self.allocating.get(device_id))
@@ -205,6 +217,93 @@ class _Search:
                     raise AllocationError(f"{owner}: selector #{number}: {error}") from error
         return True
 
+    def request_of(self, claim_index: int, request_index: int) -> _Request:
+        """The request, or the subrequest the search settled on (upstream's config lookup)."""
+        return self.requests[(claim_index, request_index, self.selected.get((claim_index, request_index), 0))]
+
+    # -- the depth-first search (upstream's allocateOne, experimental allocator of 1.34) -------
+    def run(self) -> bool:
+        if not self.claims:
+            return True
+        try:
+            return self.allocate_one(0, 0, 0, 0, False)
+        except _ResultTooLarge as error:  # upstream returns it as the allocation's error
+            raise AllocationError("allocation max size exceeded") from error
+
+    def allocate_one(self, claim: int, request: int, sub: int, device: int, in_subrequest: bool) -> bool:
+        """Whether everything from this device of this (sub)request on can be allocated."""
+        if claim >= len(self.claims):
+            return True
+        if request >= self.request_counts[claim]:
+            try:
+                return self.allocate_one(claim + 1, 0, 0, 0, False)
+            except _ResultTooLarge:  # not fatal: an earlier choice may let a shorter subrequest fit
+                return False
+        data = self.requests[(claim, request, sub)]
+        if not in_subrequest and data.parent is not None:
+            return self.allocate_subrequests(claim, request, device)
+        if data.all_devices is not None and not data.all_devices:
+            return False  # All mode needs at least one device
+        if device >= data.count:
+            return self.allocate_one(claim, request + 1, 0, 0, False)
+        if data.count - device > ALLOCATION_RESULTS_MAX_SIZE - len(self.chosen[claim]):
+            raise _ResultTooLarge
+        if data.all_devices is not None:
+            device_id, slice_obj, index = data.all_devices[device]
+            undo = self.allocate_device(data, device_id, slice_obj, index, must=True)
+            if undo is None:
+                return False  # one of "all" is not usable: no solution
+            try:
+                # As upstream: the next device is looked up with subrequest 0, not this one's
+                # index (its recursion drops it), so an All subrequest after the first continues
+                # as the first subrequest of its list.
+                done = self.allocate_one(claim, request, 0, device + 1, in_subrequest)
+            except Exception:
+                undo()
+                raise
+            if not done:
+                undo()
+            return done
+        for device_id, slice_obj, index in self.devices():
+            if data.admin_access:
+                if claim in self.allocating.get(device_id, ()):
+                    continue
+            elif self.in_use(device_id):
+                continue
+            if not self.selectable(data, slice_obj, index):
+                continue
+            undo = self.allocate_device(data, device_id, slice_obj, index, must=False)
+            if undo is None:
+                continue
+            try:
+                done = self.allocate_one(claim, request, sub, device + 1, in_subrequest)
+            except Exception:
+                undo()
+                raise
+            if done:
+                return True
+            undo()
+        return False
+
+    def allocate_subrequests(self, claim: int, request: int, device: int) -> bool:
+        """The first subrequest of a ``firstAvailable`` list with which everything fits."""
+        all_too_large = True
+        sub = 0
+        while (claim, request, sub) in self.requests:
+            try:
+                done = self.allocate_one(claim, request, sub, device, True)
+            except _ResultTooLarge:  # a later subrequest may ask for fewer devices
+                sub += 1
+                continue
+            all_too_large = False
+            if done:
+                self.selected[(claim, request)] = sub
+                return True
+            sub += 1
+        if all_too_large:
+            raise _ResultTooLarge
+        return False
+
     def devices(self) -> Iterable[tuple[DeviceID, KubeObject, int]]:
         for pool in self.pools:
             if pool.invalid_reason is not None:
@@ -213,58 +312,10 @@ class _Search:
                 for index, device in enumerate((slice_obj.get("spec") or {}).get("devices") or ()):
                     yield DeviceID(pool.driver, pool.name, str(device.get("name", ""))), slice_obj, index
 
-    # -- the depth-first search (upstream's allocateOne) -------------------------------------
-    def allocate_claim(self, claim_index: int) -> bool:
-        if claim_index == len(self.claims):
-            return True
-        return self.allocate_request(claim_index, 0)
-
-    def allocate_request(self, claim_index: int, request_index: int) -> bool:
-        alternatives = self.requests[claim_index]
-        if request_index == len(alternatives):
-            return self.allocate_claim(claim_index + 1)
-        for request in alternatives[request_index]:
-            if len(self.chosen[claim_index]) + request.count > ALLOCATION_RESULTS_MAX_SIZE:
-                continue  # upstream: this subrequest would exceed the claim's limit, try the next
-            if request.all_devices is not None and not request.all_devices:
-                return False  # All mode and no device: upstream gives up on the request
-            if self.allocate_device(request, request_index, 0):
-                self.picked[(claim_index, request_index)] = request
-                return True
-        return False
-
-    def allocate_device(self, request: _Request, request_index: int, device_index: int) -> bool:
-        claim_index = request.claim_index
-        if device_index >= request.count:
-            return self.allocate_request(claim_index, request_index + 1)
-        if request.all_devices is not None:
-            device_id, slice_obj, index = request.all_devices[device_index]
-            undo = self.take(request, device_id, slice_obj, index, must=True)
-            if undo is None:
-                return False
-            if self.allocate_device(request, request_index, device_index + 1):
-                return True
-            undo()
-            return False
-        for device_id, slice_obj, index in self.devices():
-            if request.admin_access:
-                if claim_index in self.allocating.get(device_id, ()):
-                    continue
-            elif self.in_use(device_id):
-                continue
-            if not self.selectable(request, slice_obj, index):
-                continue
-            undo = self.take(request, device_id, slice_obj, index, must=False)
-            if undo is None:
-                continue
-            if self.allocate_device(request, request_index, device_index + 1):
-                return True
-            undo()
-        return False
-
-    def take(
+    def allocate_device(
         self, request: _Request, device_id: DeviceID, slice_obj: KubeObject, index: int, must: bool
     ) -> Callable[[], None] | None:
+        """Take the device for the request if it is free and the constraints hold; the undo."""
         claim_index = request.claim_index
         if request.admin_access and claim_index in self.allocating.get(device_id, ()):
             return None
@@ -369,37 +420,56 @@ class Allocator:
         pools = gather_pools([*self._shared, *self._node_local.get(node_name, ())], node)
         search = _Search(self.claims, pools, self.allocated, self.selector_results)
         for claim_index, claim in enumerate(self.claims):
-            search.requests.append(self._requests(search, claim_index, claim))
+            search.request_counts.append(self._add_requests(search, claim_index, claim))
             search.constraints.append(self._constraints(claim))
             search.chosen.append([])
-        if not search.allocate_claim(0):
+        if not search.run():
             return None
         return [self._result(search, index, claim, node) for index, claim in enumerate(self.claims)]
 
-    def _requests(self, search: _Search, claim_index: int, claim: KubeObject) -> list[list[_Request]]:
-        result: list[list[_Request]] = []
+    def _add_requests(self, search: _Search, claim_index: int, claim: KubeObject) -> int:
+        """Validate the claim's requests into ``search.requests``; how many there are."""
         needed = 0
-        for request in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or ():
+        requests = ((claim.get("spec") or {}).get("devices") or {}).get("requests") or ()
+        # Upstream's "all" devices are found with a per-allocation cache of selector verdicts keyed
+        # by (claim, request, subrequest); its loop over a list's subrequests sets the subrequest
+        # index only after validating each, so a subrequest reads the verdicts cached under the
+        # previous one's index. The second subrequest of a list thus takes the first one's "all"
+        # devices when both are All (its own selectors unread); the cache is dropped afterwards.
+        verdicts: dict[tuple[DeviceID, _RequestKey], bool] = {}
+        for request_index, request in enumerate(requests):
             name = str(request.get("name", ""))
             subrequests = request.get("firstAvailable") or ()
             if subrequests:
-                alternatives = [
-                    self._request(search, claim_index, claim, str(sub.get("name", "")), name, sub)
-                    for sub in subrequests
-                ]
+                counts = []
+                for sub_index, sub in enumerate(subrequests):
+                    cache_key = (claim_index, request_index, max(sub_index - 1, 0))
+                    added = self._request(
+                        search, claim_index, claim, str(sub.get("name", "")), name, sub, verdicts, cache_key
+                    )
+                    search.requests[(claim_index, request_index, sub_index)] = added
+                    counts.append(added.count)
+                fewest = min(counts)
             else:
-                alternatives = [
-                    self._request(search, claim_index, claim, name, None, request.get("exactly") or {})
-                ]
-            fewest = min(alternative.count for alternative in alternatives)
+                added = self._request(
+                    search,
+                    claim_index,
+                    claim,
+                    name,
+                    None,
+                    request.get("exactly") or {},
+                    verdicts,
+                    (claim_index, request_index, 0),
+                )
+                search.requests[(claim_index, request_index, 0)] = added
+                fewest = added.count
             if fewest > ALLOCATION_RESULTS_MAX_SIZE - needed:
                 raise AllocationError(
                     f"claim {_claim_key(claim)}, request {name}: adding {fewest} devices exceeds the claim "
                     f"limit of {ALLOCATION_RESULTS_MAX_SIZE}, with {needed} already accounted for"
                 )
             needed += fewest
-            result.append(alternatives)
-        return result
+        return len(requests)
 
     def _request(
         self,
@@ -409,6 +479,8 @@ class Allocator:
         name: str,
         parent: str | None,
         spec: Mapping[str, Any],
+        verdicts: dict[tuple[DeviceID, _RequestKey], bool],
+        cache_key: _RequestKey,
     ) -> _Request:
         label = f"claim {_claim_key(claim)}, request {name}"
         for number, selector in enumerate(spec.get("selectors") or ()):
@@ -444,8 +516,12 @@ class Allocator:
                     )
                 for slice_obj in pool.slices:
                     for index, device in enumerate((slice_obj.get("spec") or {}).get("devices") or ()):
-                        if search.selectable(request, slice_obj, index):
-                            device_id = DeviceID(pool.driver, pool.name, str(device.get("name", "")))
+                        device_id = DeviceID(pool.driver, pool.name, str(device.get("name", "")))
+                        verdict = verdicts.get((device_id, cache_key))
+                        if verdict is None:
+                            verdict = search.selectable(request, slice_obj, index)
+                            verdicts[(device_id, cache_key)] = verdict
+                        if verdict:
                             request.all_devices.append((device_id, slice_obj, index))
             request.count = len(request.all_devices)
         else:
@@ -498,7 +574,9 @@ class Allocator:
         """Class configs (once per class, listing every request that used it), then the claim's own."""
         config: list[dict[str, Any]] = []
         by_class: dict[str, tuple[int, int]] = {}
-        picked = [search.picked[(claim_index, index)] for index in range(len(search.requests[claim_index]))]
+        picked = [
+            search.request_of(claim_index, index) for index in range(search.request_counts[claim_index])
+        ]
         for request in picked:
             class_name = _name(request.device_class)
             if class_name in by_class:

@@ -81,7 +81,7 @@ def pod_claims(pod: KubeObject, claims: Informer) -> list[KubeObject]:
             continue
         claim = claims.get(name, namespace)
         if claim is None:
-            raise ClaimLookupError(f'resourceclaim.resource.k8s.io "{name}" not found')
+            raise ClaimLookupError(f'could not find ResourceClaim "{namespace}/{name}"')  # the assume cache's
         if metadata(claim).get("deletionTimestamp"):
             raise ClaimLookupError(f'resourceclaim "{name}" is being deleted')
         if must_own and not _controlled_by(claim, str(pod_meta.get("uid", ""))):

@@ -47,6 +47,7 @@ from secondary_scheduler.framework.interface import (
     PostFilterPlugin,
     PostFilterResult,
     PreBindPlugin,
+    PreEnqueuePlugin,
     PreFilterPlugin,
     Rejection,
     ReservePlugin,
@@ -79,6 +80,7 @@ from secondary_scheduler.plugins.dynamicresources.claims import (
     pod_claims,
     reserved_for,
 )
+from secondary_scheduler.plugins.dynamicresources.explain import ClaimsView
 from secondary_scheduler.plugins.dynamicresources.limitation import ENABLED_WARNING
 from secondary_scheduler.plugins.dynamicresources.pools import UnsupportedFeature
 
@@ -109,9 +111,58 @@ class _CycleData:
     """Claims whose allocation kept the pod off some node (PostFilter may free them)."""
     reserved: list[tuple[str, KubeObject]] = field(default_factory=list)
     """(claim UID, claim with its allocation) put in flight by Reserve."""
+    cannot_allocate: list[KubeObject] = field(default_factory=list)
+    """Nodes the allocator found no devices on (``score`` says why: ``explain``)."""
 
 
-class DynamicResources(PreFilterPlugin, FilterPlugin, PostFilterPlugin, ReservePlugin, PreBindPlugin):
+@dataclass(frozen=True)
+class AllocationNote:
+    """The devices the pod's unallocated claims would get on each node their Filter passed
+    (what Reserve takes on the chosen one): ``secsched score`` prints it, one line per node."""
+
+    plugin: str
+    claims: list[str]
+    """The keys of the claims to allocate, in the order of each node's AllocationResults."""
+    by_node: dict[str, list[dict[str, Any]]]
+    """Node -> one AllocationResult per claim (the cycle's own ``node_allocations``)."""
+    cannot_allocate: list[KubeObject] = field(default_factory=list)
+    """The nodes Filter found the claims do not fit on (the cycle's own list)."""
+    view: ClaimsView | None = None
+    """What the allocator saw, to say why for each of those (only when the note is printed)."""
+
+    def requests_by_node(self) -> dict[str, list[list[str]]]:
+        """Node -> per claim, the request of each device it gets, sorted (how many per request)."""
+        return {
+            node: [sorted(str(r.get("request")) for r in _device_results(result)) for result in results]
+            for node, results in self.by_node.items()
+        }
+
+    def lines(self) -> list[str]:
+        lines = []
+        for node in sorted(self.by_node):
+            claims = (
+                f"{claim}: "
+                + ", ".join(
+                    f"{r.get('request')}={r.get('driver')}/{r.get('pool')}/{r.get('device')}"
+                    for r in _device_results(result)
+                )
+                for claim, result in zip(self.claims, self.by_node[node], strict=True)
+            )
+            lines.append(f"{node}: {'; '.join(claims)}")
+        if self.view is not None:
+            for node_obj in self.cannot_allocate:
+                name = (node_obj.get("metadata") or {}).get("name", "")
+                lines.append(f"{name}: cannot allocate: {self.view.why_not(node_obj)}")
+        return lines
+
+
+def _device_results(allocation: dict[str, Any]) -> list[dict[str, Any]]:
+    return list((allocation.get("devices") or {}).get("results") or ())
+
+
+class DynamicResources(
+    PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilterPlugin, ReservePlugin, PreBindPlugin
+):
     name: ClassVar[str] = "DynamicResources"
     enabled_warning: ClassVar[str | None] = ENABLED_WARNING
 
@@ -158,6 +209,18 @@ class DynamicResources(PreFilterPlugin, FilterPlugin, PostFilterPlugin, ReserveP
             return False
         return old is None or old.get("status") != new.get("status")
 
+    def pre_enqueue(self, pod: PodInfo) -> Status:
+        """Upstream's PreEnqueue: a pod waits outside the queue (no attempt, no FailedScheduling)
+        until each of its claims exists, is not being deleted, and (from a template) is its own;
+        the claim's or the pod's status event lets it in."""
+        if not (pod.obj.get("spec") or {}).get("resourceClaims"):
+            return SUCCESS
+        try:
+            pod_claims(pod.obj, self.claims)
+        except ClaimLookupError as error:
+            return Status.unschedulable(str(error), unresolvable=True)
+        return SUCCESS
+
     def pods_read(self, pod: PodInfo) -> PodPredicate:
         return reads_no_pod  # its PreFilter reads the pod and objects, never other pods
 
@@ -193,15 +256,16 @@ class DynamicResources(PreFilterPlugin, FilterPlugin, PostFilterPlugin, ReserveP
                 return problem
         if data.to_allocate:
             try:
+                to_allocate = [data.claims[index] for index in data.to_allocate]
+                slices, in_use = self.slices.list(), self._devices_in_use()
                 data.allocator = Allocator(
-                    [data.claims[index] for index in data.to_allocate],
-                    lambda name: self.classes.get(name),
-                    self.slices.list(),
-                    self._devices_in_use(),
-                    self.selector_results,
+                    to_allocate, lambda name: self.classes.get(name), slices, in_use, self.selector_results
                 )
             except UnsupportedFeature as error:
                 return Status.unschedulable(str(error), unresolvable=True)
+            keys = [claim_key(data.claims[index]) for index in data.to_allocate]
+            view = ClaimsView(to_allocate, self.classes.get, slices, in_use, self.selector_results)
+            state.add_note(AllocationNote(self.name, keys, data.node_allocations, data.cannot_allocate, view))
         return SUCCESS
 
     def _check_classes(self, claim: KubeObject) -> Status | None:
@@ -252,6 +316,7 @@ class DynamicResources(PreFilterPlugin, FilterPlugin, PostFilterPlugin, ReserveP
                     ) from error
                 if results is None:
                     cannot[position] = True
+                    data.cannot_allocate.append(node)
                     continue
             else:
                 results = []

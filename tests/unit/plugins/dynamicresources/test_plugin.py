@@ -89,7 +89,7 @@ def test_pods_without_claims_skip() -> None:
 def test_missing_claim_is_unschedulable_with_upstreams_words() -> None:
     status = plugin_with().pre_filter(CycleState(), pod_with("gone"), NodeTable())
     assert status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
-    assert status.message == 'resourceclaim.resource.k8s.io "gone" not found'
+    assert status.message == 'could not find ResourceClaim "default/gone"'
 
 
 def test_template_claim_not_created_yet() -> None:

@@ -1,7 +1,9 @@
 // Command conformance-harness runs one scheduling cycle with upstream kube-scheduler's own
 // framework and plugins (k8s.io/kubernetes v1.34, plus scheduler-plugins' Trimaran) over a
 // `secsched score` snapshot, and prints per node what `secsched score --output json` prints:
-// feasibility, the filter reason and every score plugin's raw, normalized and weighted score.
+// feasibility, the filter reason and every score plugin's raw, normalized and weighted score;
+// and, for a pod with ResourceClaims to allocate, what DynamicResources would allocate on each
+// feasible node (the request of each device, per claim).
 //
 // It is the reference side of tests/conformance: a thin program that only calls upstream
 // packages. It is built by `secsched cluster build` inside the same Go wrapper module as the
@@ -27,6 +29,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"reflect"
+	"sort"
 	"sync"
 	"time"
 	"unsafe"
@@ -100,6 +103,9 @@ type nodeReport struct {
 	Reason   *string                `json:"reason"`
 	Plugins  map[string]pluginScore `json:"plugins"`
 	Total    int64                  `json:"total"`
+	// Devices: on a feasible node, what DynamicResources would allocate there (per claim to
+	// allocate, the request each device was picked for, sorted); absent without such claims.
+	Devices [][]string `json:"devices,omitempty"`
 }
 
 type report struct {
@@ -438,10 +444,12 @@ func cycle(ctx context.Context, f framework.Framework, built map[string]framewor
 	if len(feasible) == 0 {
 		return out, nil
 	}
+	devices := draDevices(state)
 	if !f.HasScorePlugins() {
 		// prioritizeNodes: with no score plugins every node scores 1.
 		for _, ni := range feasible {
-			out.Nodes[ni.Node().Name] = nodeReport{Feasible: true, Plugins: map[string]pluginScore{}, Total: 1}
+			name := ni.Node().Name
+			out.Nodes[name] = nodeReport{Feasible: true, Plugins: map[string]pluginScore{}, Total: 1, Devices: devices[name]}
 		}
 		return out, nil
 	}
@@ -482,9 +490,44 @@ func cycle(ctx context.Context, f framework.Framework, built map[string]framewor
 			}
 			plugins[pl] = pluginScore{Score: raw, Normalized: weighted[pl] / int64(weight), Weight: weight}
 		}
-		out.Nodes[name] = nodeReport{Feasible: true, Plugins: plugins, Total: scores[i].TotalScore}
+		out.Nodes[name] = nodeReport{Feasible: true, Plugins: plugins, Total: scores[i].TotalScore, Devices: devices[name]}
 	}
 	return out, nil
+}
+
+// draDevices reads what DynamicResources' Filter cached per node for Reserve (its private
+// stateData.nodeAllocations, read by reflection): per claim to allocate, the request of each
+// device the claim gets there, sorted. Nil when the pod has no claim to allocate.
+func draDevices(state fwk.CycleState) map[string][][]string {
+	data, err := state.Read(fwk.StateKey(dynamicresources.Name))
+	if err != nil || data == nil {
+		return nil
+	}
+	value := reflect.ValueOf(data)
+	if value.Kind() != reflect.Pointer || value.Elem().Kind() != reflect.Struct {
+		return nil
+	}
+	allocations := value.Elem().FieldByName("nodeAllocations")
+	if !allocations.IsValid() || allocations.Kind() != reflect.Map {
+		return nil
+	}
+	out := map[string][][]string{}
+	entries := allocations.MapRange()
+	for entries.Next() {
+		results := entries.Value().FieldByName("allocationResults")
+		claims := [][]string{}
+		for i := 0; i < results.Len(); i++ {
+			picked := results.Index(i).FieldByName("Devices").FieldByName("Results")
+			requests := []string{}
+			for j := 0; j < picked.Len(); j++ {
+				requests = append(requests, picked.Index(j).FieldByName("Request").String())
+			}
+			sort.Strings(requests)
+			claims = append(claims, requests)
+		}
+		out[entries.Key().String()] = claims
+	}
+	return out
 }
 
 func readYAMLAsJSON(path string) (json.RawMessage, error) {
