@@ -47,6 +47,10 @@ from secondary_scheduler.scheduler.scheduler import Scheduler
 from secondary_scheduler.scheduler.server import HealthServer, tls_context
 
 log = logging.getLogger("secsched.scheduler")
+LOST_LEADERSHIP = 1
+"""The exit code once leadership is lost (kube-scheduler's): the pod restarts and rejoins."""
+SHUTDOWN_GRACE = 5.0
+"""Seconds a SIGTERM-ed leader lets its bindings in flight finish before it stops them."""
 
 DEFAULT_CONFIG = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
 
@@ -416,7 +420,9 @@ async def run(flags: SchedulerFlags, registry: Registry) -> int:
             if not stop.is_set():
                 exit_code = await _lead_and_schedule(scheduler, election_api, leader_config, metrics, stop)
         finally:
-            await scheduler.stop()
+            # Leadership lost: another replica may lead already, so no binding in flight may go
+            # on from here (kube-scheduler exits at once); a shutdown lets them finish a moment.
+            await scheduler.stop(grace=0.0 if exit_code == LOST_LEADERSHIP else SHUTDOWN_GRACE)
             await server.stop()
         log.info("scheduler stopped")
         return exit_code
@@ -497,6 +503,6 @@ async def _lead_and_schedule(
         metrics.leader.labels(elector.config.name).set(0)
         if lost:
             log.error("leaderelection lost")
-            return 1
+            return LOST_LEADERSHIP
         await elector.release()
     return 0
