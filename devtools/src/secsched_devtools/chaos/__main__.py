@@ -108,12 +108,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         results = [RunResult.from_json(data) for data in json.loads(arguments.from_json.read_text())]
         command, when, commit = arguments.command, arguments.when, arguments.commit
     else:
+        commit = git_commit()  # what runs, even if the tree moves on meanwhile
         results = [run_scheduler(kind, options, arguments.output / kind) for kind in arguments.schedulers]
         (arguments.output / "chaos.json").write_text(json.dumps([r.to_json() for r in results], indent=2))
         shown = " ".join(sys.argv[1:])
         command = "make chaos" + (f' CHAOS_ARGS="{shown}"' if shown else "")
         when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
-        commit = git_commit()
     text = section(results, options, command, machine().describe(), when, commit)
     print(text)
     if str(arguments.doc) != "-":
