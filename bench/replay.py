@@ -4,8 +4,9 @@
 Stand-alone (the bench sections need a cluster; this needs none): it generates the week in memory
 (seeded), replays it once per example profile over generated nodes, and prints one line per profile
 with the wall and CPU time, the decisions and decisions per second, plus the machine, the date and
-the load. The trace is streamed from the generator as the replay consumes it, as `secsched replay`
-streams a trace file, so the generator's time is part of each replay's; it is also measured alone
+the load. The trace is streamed from the generator (``FleetTrace.stream``: an instant's samples as
+one batch) as the replay consumes it, as `secsched replay` streams a trace file, so the generator's
+time is part of each replay's; it is also measured alone
 first (wall and CPU), and each line says what the replay took without it (its CPU less the
 generator's). ``--docs`` writes the results as the `replay` section of docs/benchmarks.md.
 """
@@ -27,6 +28,7 @@ from secondary_scheduler.replay.cluster import NodeShape, StartingCluster
 from secondary_scheduler.replay.engine import ProfileReplay, ReplayOptions
 from secondary_scheduler.replay.generate import FleetOptions, FleetTrace
 from secondary_scheduler.replay.report import ProfileResult
+from secondary_scheduler.replay.trace import UsageBatch
 
 EXAMPLES = REPOSITORY / "examples" / "replay"
 PROFILES = (
@@ -68,7 +70,7 @@ def main() -> None:
     host = machine()
     started_at = datetime.datetime.now(datetime.UTC)
     wall, cpu = time.perf_counter(), time.process_time()
-    records = sum(1 for _ in fleet.records())
+    records = sum(len(record.keys) if type(record) is UsageBatch else 1 for record in fleet.stream())
     generating_wall, generating_cpu = time.perf_counter() - wall, time.process_time() - cpu
     print(f"# {started_at:%Y-%m-%d %H:%M} UTC, commit {git_commit()}: {host.describe()}")
     print(
@@ -85,7 +87,7 @@ def main() -> None:
             engine = ProfileReplay(profile, config, registry, cluster, ReplayOptions(seed=args.seed))
             load_before = load_average()
             cpu = time.process_time()
-            result = asyncio.run(engine.run(fleet.records()))
+            result = asyncio.run(engine.run(fleet.stream()))
             run = Run(name, result, time.process_time() - cpu, (load_before, load_average()))
             runs.append(run)
             print(

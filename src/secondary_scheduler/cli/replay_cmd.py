@@ -23,7 +23,7 @@ from secondary_scheduler.replay.cluster import DEFAULT_NODE_SHAPE, NodeShape, St
 from secondary_scheduler.replay.engine import ProfileReplay, ReplayError, ReplayOptions
 from secondary_scheduler.replay.metrics import MetricsSettings
 from secondary_scheduler.replay.report import ProfileResult, print_table, report_json
-from secondary_scheduler.replay.trace import Trace, TraceError, TraceRecord, open_trace
+from secondary_scheduler.replay.trace import ReplayRecord, Trace, TraceError, open_trace
 
 _PLUGINS_LOGGER = "secondary_scheduler.plugins"
 MAX_NODES = 100_000
@@ -188,9 +188,9 @@ def _replay_one(
         raise click.ClickException(str(error)) from error
 
 
-def _records(trace: Trace) -> Iterator[TraceRecord]:
+def _records(trace: Trace) -> Iterator[ReplayRecord]:
     try:
-        yield from trace.records()
+        yield from trace.stream()
     except OSError as error:
         raise click.ClickException(f"reading the trace: {error}") from error
 

@@ -38,7 +38,15 @@ from pathlib import Path
 from typing import IO, cast
 
 from secondary_scheduler.replay.kubevirt import GI, LAUNCHER_PROCESSES_OVERHEAD, launcher_resources
-from secondary_scheduler.replay.trace import PodArrival, TraceError, TraceHeader, TraceRecord, UsageSample
+from secondary_scheduler.replay.trace import (
+    PodArrival,
+    ReplayRecord,
+    TraceError,
+    TraceHeader,
+    TraceRecord,
+    UsageSample,
+    batched,
+)
 
 VMTABLE = "vmtable.csv"
 READINGS = re.compile(r"^vm_cpu_readings-file-(\d+)-of-(\d+)\.csv(\.gz)?$")
@@ -385,6 +393,9 @@ class AzureTrace:
         if not line.strip():
             return math.inf
         return self._time(line.split(b",", 1)[0], path, 1, "timestamp")
+
+    def stream(self) -> Iterator[ReplayRecord]:
+        return batched(self.records())
 
     def records(self) -> Iterator[TraceRecord]:
         """Arrivals merged with readings in time order (an arrival first when both fall at one time)."""

@@ -18,7 +18,7 @@ from secondary_scheduler.framework.aliases import BoolArray, FloatArray, IntArra
 from secondary_scheduler.framework.podinfo import PodInfo
 from secondary_scheduler.kube.client import JSON
 from secondary_scheduler.kube.quantity import QuantityError, format_bytes, int_value, milli_value
-from secondary_scheduler.replay.trace import UsageSample
+from secondary_scheduler.replay.trace import UsageBatch, UsageSample
 
 DEFAULT_NODE_SHAPE = "32,128Gi"
 MAX_PODS_PER_NODE = 110
@@ -224,13 +224,28 @@ class ClusterLoad:
         slots = np.array([lookup(key, -1) for key in keys], dtype=np.int64)
         self._set_use(slots, np.asarray(cpu, dtype=np.float64), np.asarray(memory, dtype=np.float64))
 
-    def apply(self, samples: Sequence[UsageSample]) -> None:
-        """``set_use`` of a trace's usage samples (an instant's, in stream order)."""
+    def apply(self, samples: Sequence[UsageSample | UsageBatch]) -> None:
+        """``set_use`` of a trace's usage samples, single or batched (an instant's, in stream order)."""
         lookup = self._slot.get
-        slots = np.array([lookup(f"{s.namespace}/{s.name}", -1) for s in samples], dtype=np.int64)
-        cpu = np.array([s.cpu for s in samples], dtype=np.float64)
-        memory = np.array([s.memory for s in samples], dtype=np.float64)
-        self._set_use(slots, cpu, memory)
+        if len(samples) == 1 and type(samples[0]) is UsageBatch:  # a generated instant: one batch
+            batch = samples[0]
+            slots = np.fromiter((lookup(key, -1) for key in batch.keys), np.int64, len(batch.keys))
+            self._set_use(slots, batch.cpu, batch.memory)
+            return
+        keys: list[str] = []
+        cpu: list[float] = []
+        memory: list[float] = []
+        for sample in samples:
+            if isinstance(sample, UsageBatch):
+                keys.extend(sample.keys)
+                cpu.extend(sample.cpu.tolist())
+                memory.extend(sample.memory.tolist())
+            else:
+                keys.append(f"{sample.namespace}/{sample.name}")
+                cpu.append(sample.cpu)
+                memory.append(sample.memory)
+        slots = np.fromiter((lookup(key, -1) for key in keys), np.int64, len(keys))
+        self._set_use(slots, np.array(cpu, dtype=np.float64), np.array(memory, dtype=np.float64))
 
     def _set_use(self, slots: IntArray, cpu: FloatArray, memory: FloatArray) -> None:
         """The pods in ``slots`` (-1: not known, ignored) use this much from now on, on their nodes too."""

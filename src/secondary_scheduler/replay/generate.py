@@ -27,7 +27,13 @@ from secondary_scheduler.replay.kubevirt import (
     LAUNCHER_PROCESSES_OVERHEAD,
     launcher_resources,
 )
-from secondary_scheduler.replay.trace import PodArrival, TraceHeader, TraceRecord, UsageSample
+from secondary_scheduler.replay.trace import (
+    PodArrival,
+    ReplayRecord,
+    TraceHeader,
+    TraceRecord,
+    UsageBatch,
+)
 
 DAY = 86400.0
 HOUR = 3600.0
@@ -256,14 +262,28 @@ class FleetTrace:
     def records(self) -> Iterator[TraceRecord]:
         return generate_records(self.options)
 
+    def stream(self) -> Iterator[ReplayRecord]:
+        return generate_stream(self.options)
+
 
 def generate_records(options: FleetOptions) -> Iterator[TraceRecord]:
     """The fleet's records in time order: at each sample time, the usage of every VM alive then;
     between two, the arrivals, each followed by its first sample (at its arrival)."""
+    for record in generate_stream(options):
+        if type(record) is UsageBatch:
+            yield from record.samples()
+        else:
+            assert type(record) is PodArrival
+            yield record
+
+
+def generate_stream(options: FleetOptions) -> Iterator[PodArrival | UsageBatch]:
+    """``generate_records`` with each instant's samples as one UsageBatch (drawn as one array)."""
     rng = np.random.default_rng(options.seed)
     fleet = draw_fleet(options, rng)
     names = [f"vm-{i:05d}" for i in range(len(fleet.arrival))]
     namespace = options.namespace
+    keys = np.array([f"{namespace}/{name}" for name in names], dtype=object)
     interval, duration = options.sample_interval, options.duration
     next_arrival = 0
     step = 0
@@ -275,13 +295,14 @@ def generate_records(options: FleetOptions) -> Iterator[TraceRecord]:
             yield _arrival(fleet, next_arrival, names[next_arrival], namespace, options)
             next_arrival += 1
         alive = np.flatnonzero((fleet.arrival <= now) & (fleet.end > now))
-        yield from _usage(fleet, alive, now, names, namespace, options, rng)
+        if len(alive):
+            yield _usage(fleet, alive, now, keys, options, rng)
         upto = min(now + interval, duration)
         while next_arrival < len(names) and fleet.arrival[next_arrival] < upto:
             i = next_arrival
             t = float(fleet.arrival[i])
             yield _arrival(fleet, i, names[i], namespace, options)
-            yield from _usage(fleet, np.array([i]), t, names, namespace, options, rng)
+            yield _usage(fleet, np.array([i]), t, keys, options, rng)
             next_arrival += 1
         step += 1
 
@@ -306,13 +327,11 @@ def _usage(
     fleet: Fleet,
     alive: np.ndarray,
     t: float,
-    names: list[str],
-    namespace: str,
+    keys: np.ndarray,
     options: FleetOptions,
     rng: np.random.Generator,
-) -> Iterator[UsageSample]:
-    if not len(alive):
-        return
+) -> UsageBatch:
+    """The usage of the VMs ``alive`` at ``t`` (cores to 4 decimals, whole bytes)."""
     sigma = options.cpu_noise
     noise = np.exp(sigma * rng.standard_normal(len(alive)) - sigma * sigma / 2)
     vcpus = fleet.vcpus[alive]
@@ -322,8 +341,4 @@ def _usage(
     guest = fleet.guest_memory[alive]
     jitter = 1.0 + options.memory_noise * rng.standard_normal(len(alive))
     memory = np.clip(guest * fleet.memory_level[alive] * jitter, 0.0, guest) + LAUNCHER_PROCESSES_OVERHEAD
-    at = float(t)
-    for i, cores, used in zip(
-        alive.tolist(), np.round(cpu, 4).tolist(), np.rint(memory).tolist(), strict=True
-    ):
-        yield UsageSample(at, namespace, names[i], cores, used)
+    return UsageBatch(float(t), keys[alive].tolist(), np.round(cpu, 4), np.rint(memory))

@@ -48,9 +48,11 @@ from secondary_scheduler.replay.trace import (
     INSTANCE_TYPE_ANNOTATION,
     POD_GROUP_LABEL,
     PodArrival,
+    ReplayRecord,
     TraceHeader,
     TraceRecord,
     UsageSample,
+    batched,
     write_trace,
 )
 
@@ -173,6 +175,9 @@ class Recording:
         streams.extend(self._samples_of(n, arrival) for n, arrival in enumerate(self.arrivals))
         for _, _, _, record in heapq.merge(*streams, key=lambda item: item[:3]):
             yield record
+
+    def stream(self) -> Iterator[ReplayRecord]:
+        return batched(self.records())
 
     def _samples_of(self, n: int, arrival: PodArrival) -> Iterator[tuple[float, int, int, TraceRecord]]:
         times, cpu, memory = self.samples[arrival.key]

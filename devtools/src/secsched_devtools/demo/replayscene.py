@@ -155,7 +155,7 @@ def run_replay_scene(output: Path, progress: Progress, scene: ReplayScene | None
                 engine = ProfileReplay(profile, config, registry, cluster, options, config_label=name)
                 label = f"{profile.scheduler_name} ({name})"
 
-                results.append(asyncio.run(engine.run(trace.records(), _hourly(progress, label, scene.days))))
+                results.append(asyncio.run(engine.run(trace.stream(), _hourly(progress, label, scene.days))))
     finally:
         plugin_logs.setLevel(level)
     result = ReplaySceneResult(scene, results, output / "index.html", 0.0, skipped)
