@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from secsched_devtools.cluster import build, versions
+from secsched_devtools.cluster import build
 
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "charts" / "secondary-scheduler"
@@ -25,7 +25,7 @@ def helm_binary() -> Path:
             build.build(only=["helm"])
         except build.BuildError as error:
             pytest.fail(f"helm could not be built: {error}")
-    return versions.binary_path("helm")
+    return build.binary_path("helm")
 
 
 def run_helm(helm: Path, home: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from secsched_devtools.cluster import build, versions
+from secsched_devtools.cluster import build
 
 BUNDLE = Path(__file__).resolve().parents[2] / "bundle"
 CSV = "manifests/secsched-operator.clusterserviceversion.yaml"
@@ -30,7 +30,7 @@ def validator() -> Path:
             build.build(only=["bundle-validate"])
         except build.BuildError as error:
             pytest.fail(f"the bundle validator could not be built: {error}")
-    return versions.binary_path("bundle-validate")
+    return build.binary_path("bundle-validate")
 
 
 def validate(validator: Path, bundle: Path, *flags: str) -> tuple[int, list[dict[str, Any]], str]:

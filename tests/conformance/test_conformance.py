@@ -34,12 +34,12 @@ from secondary_scheduler.plugins.catalog import IN_TREE_CATALOG
 from secondary_scheduler.plugins.dynamicresources.dynamic_resources import AllocationNote
 from secondary_scheduler.plugins.registry import in_tree_registry
 from secondary_scheduler.plugins.trimaran.watchermetrics import WatcherMetrics
-from secsched_devtools.cluster import build, versions
+from secsched_devtools.cluster import build
 from tests.conformance.cases import JSON, Case, Generator
 
 CASES = int(os.environ.get("CONFORMANCE_CASES", "300"))
 SEED = int(os.environ.get("CONFORMANCE_SEED", "1234"))
-HARNESS = versions.bin_dir() / "conformance-harness"
+HARNESS = build.binary_path("conformance-harness")
 OUT = Path(__file__).resolve().parents[2] / "out" / "conformance"
 GENERATOR = Generator(SEED)
 PENDING_PLUGINS = frozenset({"VolumeBinding", "VolumeRestrictions", "VolumeZone", "NodeVolumeLimits"})
@@ -74,7 +74,8 @@ class Harness:
     def __init__(self, cases: list[Case], workdir: Path) -> None:
         if "conformance-harness" in build.missing_binaries():
             pytest.fail(
-                f"{HARNESS} is missing or older than its source: run `make binaries` (secsched cluster build)"
+                f"{HARNESS} (the harness built from this checkout's source) is missing:"
+                " run `make binaries` (secsched cluster build)"
             )
         path = workdir / "cases.jsonl"
         with path.open("w") as stream:

@@ -7,6 +7,7 @@ by their version tag and never are).
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -34,10 +35,28 @@ def test_a_harness_is_stale_until_built_from_its_current_source(
     versions.bin_dir().mkdir(parents=True)
     (versions.bin_dir() / spec.name).write_text("binary")
     assert "conformance-harness" in build.missing_binaries()  # built, but from which source?
-    (versions.bin_dir() / f"{spec.name}.source-sha256").write_text(build._source_digest(spec) or "")
+    build.installed_path(spec).write_text("binary")
     assert "conformance-harness" not in build.missing_binaries()
-    (versions.bin_dir() / f"{spec.name}.source-sha256").write_text("an older source\n")
+    assert build.binary_path("conformance-harness") == build.installed_path(spec)
+    monkeypatch.setattr(build, "_source_digest", lambda spec: "a" * 64)  # the source was edited
     assert "conformance-harness" in build.missing_binaries()
+
+
+def test_checkouts_with_different_harness_sources_keep_their_own_builds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SECSCHED_CACHE_DIR", str(tmp_path))
+    spec = harness()
+    versions.bin_dir().mkdir(parents=True)
+    builds = []
+    for index, digest in enumerate("abcde"):
+        monkeypatch.setattr(build, "_source_digest", lambda spec, digest=digest: digest * 64)
+        path = build.installed_path(spec)
+        path.write_text("binary")
+        os.utime(path, (index, index))
+        builds.append(path)
+    build._prune_older_harnesses(spec, keep=3)
+    assert [path.exists() for path in builds] == [False, False, True, True, True]
 
 
 def test_upstream_binaries_need_no_stamp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -123,19 +123,35 @@ def _source_digest(spec: versions.BinarySpec) -> str | None:
     return digest.hexdigest()
 
 
-def _stamp(spec: versions.BinarySpec) -> Path:
-    return versions.spec_bin_dir(spec) / f"{spec.name}.source-sha256"
+def installed_path(spec: versions.BinarySpec) -> Path:
+    """Where `spec`'s binary is: for a harness, named by its source's digest, so checkouts with
+    different harness sources (a branch, a clean clone beside a working tree) share the cache
+    without rebuilding over each other; upstream binaries by name (their tag pins them)."""
+    digest = _source_digest(spec)
+    name = spec.name if digest is None else f"{spec.name}-{digest[:16]}"
+    return versions.spec_bin_dir(spec) / name
+
+
+def binary_path(name: str) -> Path:
+    """The cached binary called `name`, as this checkout's sources build it."""
+    return installed_path(next(spec for spec in versions.BINARIES if spec.name == name))
 
 
 def _is_current(spec: versions.BinarySpec) -> bool:
     """Built, and for a harness built from the source we have now (edits rebuild it)."""
-    if not (versions.spec_bin_dir(spec) / spec.name).exists():
-        return False
-    digest = _source_digest(spec)
-    if digest is None:
-        return True
-    stamp = _stamp(spec)
-    return stamp.exists() and stamp.read_text().strip() == digest
+    return installed_path(spec).exists()
+
+
+def _prune_older_harnesses(spec: versions.BinarySpec, keep: int = 3) -> None:
+    """Keep the `keep` newest builds of a harness: a few checkouts at once, not every edit ever."""
+    builds = sorted(
+        versions.spec_bin_dir(spec).glob(f"{spec.name}-*"),
+        key=lambda path: path.stat().st_mtime,
+        reverse=True,
+    )
+    for old in builds[keep:]:
+        if ".partial-" not in old.name:
+            old.unlink(missing_ok=True)
 
 
 def _etcd_module_files() -> dict[str, str]:
@@ -223,7 +239,7 @@ def build(only: Iterable[str] | None = None) -> Path:
     prepared: set[str] = set()
     for spec in todo:
         versions.spec_bin_dir(spec).mkdir(parents=True, exist_ok=True)
-        target = versions.spec_bin_dir(spec) / spec.name
+        target = installed_path(spec)
         partial = target.with_suffix(f".partial-{os.getpid()}")  # two builds at once never collide
         if spec.module == "kwok":
             gobin = versions.build_dir() / "kwok-bin"
@@ -256,8 +272,7 @@ def build(only: Iterable[str] | None = None) -> Path:
                 env,
             )
         partial.replace(target)  # atomic: a half-built binary is never mistaken for a done one
-        digest = _source_digest(spec)
-        if digest is not None:
-            _stamp(spec).write_text(digest + "\n")
+        if spec.source is not None:
+            _prune_older_harnesses(spec)
     console.print(f"[green]✓[/green] built in {time.monotonic() - started:.0f}s into {bin_dir}")
     return bin_dir

@@ -64,7 +64,7 @@ def build_command() -> None:
     except build_module.BuildError as error:
         _fail(error)
     for spec in versions.BINARIES:
-        console.print(f"  {spec.name:<24} {versions.spec_bin_dir(spec) / spec.name}")
+        console.print(f"  {spec.name:<24} {build_module.installed_path(spec)}")
 
 
 def _quantity(_: click.Context, param: click.Parameter, value: str | None) -> str | None:

@@ -133,8 +133,3 @@ def spec_bin_dir(spec: BinarySpec) -> Path:
 
 def spec_build_dir(spec: BinarySpec) -> Path:
     return cache_root() / spec.cache / "build" if spec.cache else build_dir()
-
-
-def binary_path(name: str) -> Path:
-    """The cached binary called `name` (built by `secsched cluster build`)."""
-    return spec_bin_dir(next(spec for spec in BINARIES if spec.name == name)) / name
