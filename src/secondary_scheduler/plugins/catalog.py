@@ -61,7 +61,9 @@ IN_TREE_CATALOG: Final = PluginCatalog(
         _spec("ImageLocality", "score"),
         _spec("PodTopologySpread", "preFilter filter preScore score", PodTopologySpreadArgs),
         _spec("InterPodAffinity", "preFilter filter preScore score", InterPodAffinityArgs),
-        _spec("DynamicResources", "preFilter filter postFilter reserve preBind", warning=DRA_WARNING),
+        _spec(
+            "DynamicResources", "preEnqueue preFilter filter postFilter reserve preBind", warning=DRA_WARNING
+        ),
         _spec("DefaultPreemption", "preEnqueue postFilter", DefaultPreemptionArgs),
         _spec("DefaultBinder", "bind"),
         _spec("TargetLoadPacking", "score", TargetLoadPackingArgs),

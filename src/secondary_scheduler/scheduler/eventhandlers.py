@@ -135,8 +135,9 @@ class EventHandlers:
             self.queue.refresh(PodInfo.from_pod(pod))
             return
         info = PodInfo.from_pod(pod)
-        if not framework.run_pre_enqueue(info).is_success:
-            self.queue.hold(info)
+        gated = framework.run_pre_enqueue(info)
+        if not gated.is_success:
+            self.queue.hold(info, gated.plugin)
             return
         self.queue.add(info)
 

@@ -45,7 +45,7 @@ def test_the_catalog_matches_the_brief() -> None:
         "NodeVolumeLimits": ["filter", "preFilter"],
         "VolumeBinding": ["filter", "preBind", "preFilter", "preScore", "reserve", "score"],
         "VolumeZone": ["filter", "preFilter"],
-        "DynamicResources": ["filter", "postFilter", "preBind", "preFilter", "reserve"],
+        "DynamicResources": ["filter", "postFilter", "preBind", "preEnqueue", "preFilter", "reserve"],
         "DefaultPreemption": ["postFilter", "preEnqueue"],
         "DefaultBinder": ["bind"],
         "TargetLoadPacking": ["score"],

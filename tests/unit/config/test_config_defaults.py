@@ -85,7 +85,7 @@ def test_default_plugins_are_kube_scheduler_1_34s_restricted_to_ours(load: Load)
     plugins = load("profiles: [{schedulerName: s}]\n").config.profiles[0].plugins
     names = {point: [entry.name for entry in plugins[point]] for point in P}
     assert names[P.QUEUE_SORT] == ["PrioritySort"]
-    assert names[P.PRE_ENQUEUE] == ["SchedulingGates", "DefaultPreemption"]
+    assert names[P.PRE_ENQUEUE] == ["SchedulingGates", "DynamicResources", "DefaultPreemption"]
     volumes = ["VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone"]
     assert names[P.PRE_FILTER] == [
         "NodeAffinity",
@@ -159,9 +159,10 @@ def test_every_enabled_plugin_with_args_gets_default_args(load: Load) -> None:
     affinity = profile.plugin_args["InterPodAffinity"]
     assert isinstance(affinity, InterPodAffinityArgs)
     assert (affinity.hard_pod_affinity_weight, affinity.ignore_preferred_terms_of_existing_pods) == (1, False)
-    assert profile.enabled_plugins()[:4] == (
+    assert profile.enabled_plugins()[:5] == (
         "PrioritySort",
         "SchedulingGates",
+        "DynamicResources",
         "DefaultPreemption",
         "NodeAffinity",
     )
