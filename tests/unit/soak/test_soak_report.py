@@ -35,7 +35,7 @@ def test_the_section_says_what_ran_and_how_flat_it_stayed() -> None:
     assert "load 14, exporter away 13, prometheus away 13" in body
     assert "Verdict: **FAILED** (RSS slope after the first quarter)" in body
     assert "fitted slope after the first quarter +30.0 MiB per hour" in body
-    assert "| RSS slope after the first quarter | +30.00 MiB/h | 24 MiB/h | **exceeded** |" in body
+    assert "| RSS slope after the first quarter | 30.00 MiB/h | 24 MiB/h | **exceeded** |" in body
     timeline = [line for line in body.splitlines() if line.startswith("| ") and line[2:3].isdigit()]
     assert [line.split(" | ")[0] for line in timeline] == [f"| {minute:.1f}" for minute in range(0, 61, 5)]
 

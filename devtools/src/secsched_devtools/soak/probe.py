@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import re
+import ssl
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -145,9 +146,11 @@ class Probe:
         dump (the scheduler asks it, as kube-scheduler does; /metrics alone is open to all here)."""
         self.pid = pid
         self.apiserver_port = apiserver_port
-        self._http = httpx.AsyncClient(
-            base_url=f"https://127.0.0.1:{serving_port}", verify=False, timeout=10, cert=client_cert
-        )
+        tls = ssl.create_default_context()
+        tls.check_hostname = False
+        tls.verify_mode = ssl.CERT_NONE  # the scheduler's self-signed serving certificate
+        tls.load_cert_chain(*client_cert)
+        self._http = httpx.AsyncClient(base_url=f"https://127.0.0.1:{serving_port}", verify=tls, timeout=10)
 
     async def close(self) -> None:
         await self._http.aclose()

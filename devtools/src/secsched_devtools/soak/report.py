@@ -145,7 +145,7 @@ def render(
     for check in analysis.checks:
         unit = f" {check.unit}" if check.unit else ""
         lines.append(
-            f"| {check.what} | {check.measured:+.2f}{unit} | {check.allowed:g}{unit} | "
+            f"| {check.what} | {check.measured:.2f}{unit} | {check.allowed:g}{unit} | "
             f"{'ok' if check.passed else '**exceeded**'} |"
         )
     lines += ["", *_timeline(samples)]
