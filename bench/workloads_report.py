@@ -141,7 +141,8 @@ class WorkloadsReport:
             "",
             "The classes of kube-scheduler's own benchmark suite (scheduler_perf): pods with pod "
             "(anti-)affinity, node affinity, topology spreading, a stream with unschedulable pods, "
-            "preemption and PVCs, each measured on a cluster that already holds pods of the same class. "
+            "preemption, PVCs and DRA ResourceClaims from a template, each measured on a cluster that "
+            "already holds pods of the same class. "
             f"Both schedulers run the throughput section's one-profile configuration (schedulerName "
             f"`{SCHEDULER_NAME}`, the default plugins; the `{LOAD_AWARE}` and `{LOAD_VARIATION}` classes "
             f"seed 000's load-aware profile, below) with qps {options.qps:g} and burst {options.burst}; "
