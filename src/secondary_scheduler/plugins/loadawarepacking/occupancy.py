@@ -41,21 +41,22 @@ class WorkloadPods:
 
     def pod_placed(self, slot: int, pod: PodInfo, labels: Mapping[str, str]) -> None:
         if not is_node_service(pod):
-            self._fit(slot)
+            self._fit()
             self.count[slot] += 1
 
     def pod_removed(self, slot: int, pod: PodInfo, labels: Mapping[str, str]) -> None:
         if not is_node_service(pod):
-            self._fit(slot)
+            self._fit()
             self.count[slot] = max(0, int(self.count[slot]) - 1)
 
     def empty(self, nodes: Slots) -> BoolArray:
-        """Which of ``nodes`` hold no workload pod."""
-        self._fit(int(nodes.max(initial=0)))
+        """Which of ``nodes`` (slots of the table) hold no workload pod."""
+        self._fit()
         return self.count[nodes] == 0
 
-    def _fit(self, slot: int) -> None:
-        size = max(self.table.capacity, slot + 1)
+    def _fit(self) -> None:
+        """Grow with the table (slots are always below its capacity)."""
+        size = self.table.capacity
         if len(self.count) < size:
             grown = np.zeros(size, dtype=np.int64)
             grown[: len(self.count)] = self.count

@@ -61,9 +61,13 @@ def with_opening_cost(predicted: FloatArray, empty: BoolArray, cost: float, targ
     with the cost, nodes in use are filled until they are ``cost`` points busier than an empty node.
     A crossing node still loses to an empty one (the cost stops at the target).
     """
-    if cost <= 0:
+    idle = np.flatnonzero(empty)  # few nodes are empty once the cluster fills: work on those only
+    if cost <= 0 or not len(idle):
         return predicted
-    return np.where(empty & (predicted <= target), np.minimum(predicted + cost, target), predicted)
+    seen = predicted[idle]
+    raised = predicted.copy()
+    raised[idle] = np.where(seen <= target, np.minimum(seen + cost, target), seen)
+    return raised
 
 
 def over_threshold(predicted: FloatArray, threshold: float) -> BoolArray:
