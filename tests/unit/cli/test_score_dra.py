@@ -138,3 +138,13 @@ def test_a_constraint_that_no_pair_meets(tmp_path: Path) -> None:
         "cannot allocate: each request alone finds enough free devices here, but not all together: "
         f"the claims' constraints (matchAttribute {DRIVER}/numa) cannot all be met"
     )
+
+
+def test_nodes_with_the_same_reason_share_a_line(tmp_path: Path) -> None:
+    names = [f"n{i}" for i in range(1, 8)]
+    notes = explained(tmp_path, ["gpu", *names], claim("mine"), gpus("gpu", ("A100", 0)))
+    assert notes == {
+        "gpu": f"default/mine: gpu={DRIVER}/gpu/gpu-0",
+        "n1, n2, n3, n4, n5 and 2 more nodes": "cannot allocate: no ResourceSlice publishes devices "
+        "for this node (no pool reaches it)",
+    }

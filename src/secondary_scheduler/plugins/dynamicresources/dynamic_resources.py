@@ -150,9 +150,7 @@ class AllocationNote:
             )
             lines.append(f"{node}: {'; '.join(claims)}")
         if self.view is not None:
-            for node_obj in self.cannot_allocate:
-                name = (node_obj.get("metadata") or {}).get("name", "")
-                lines.append(f"{name}: cannot allocate: {self.view.why_not(node_obj)}")
+            lines += self.view.rejection_lines(self.cannot_allocate)
         return lines
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from secondary_scheduler.framework.aliases import KubeObject
@@ -20,6 +21,9 @@ from secondary_scheduler.plugins.dynamicresources.allocator import DeviceID, Sel
 from secondary_scheduler.plugins.dynamicresources.cel_env import SelectorError, compiled
 from secondary_scheduler.plugins.dynamicresources.claims import claim_key
 from secondary_scheduler.plugins.dynamicresources.pools import AllocationError, Pool, gather_pools
+
+_NAMED_NODES = 5
+"""Nodes named on one line of the same reason; the others counted."""
 
 
 @dataclass(frozen=True)
@@ -32,10 +36,39 @@ class ClaimsView:
     in_use: set[DeviceID] | frozenset[DeviceID]
     selector_results: SelectorResults
 
+    def rejection_lines(self, nodes: Sequence[KubeObject]) -> list[str]:
+        """``<nodes>: cannot allocate: <why>``, the nodes with the same reason on one line (the
+        first few named, then how many more)."""
+        by_reason: dict[str, list[str]] = {}
+        for node in nodes:
+            name = str((node.get("metadata") or {}).get("name", ""))
+            by_reason.setdefault(self.why_not(node), []).append(name)
+        lines = []
+        for reason, names in by_reason.items():
+            shown = ", ".join(names[:_NAMED_NODES])
+            more = f" and {len(names) - _NAMED_NODES} more nodes" if len(names) > _NAMED_NODES else ""
+            lines.append(f"{shown}{more}: cannot allocate: {reason}")
+        return lines
+
+    @cached_property
+    def _slices_by_node(self) -> tuple[dict[str, list[KubeObject]], list[KubeObject]]:
+        """(node name -> its own slices, slices for several nodes): a node reads only its own."""
+        own: dict[str, list[KubeObject]] = {}
+        shared: list[KubeObject] = []
+        for slice_obj in self.slices:
+            node_name = (slice_obj.get("spec") or {}).get("nodeName")
+            if node_name:
+                own.setdefault(str(node_name), []).append(slice_obj)
+            else:
+                shared.append(slice_obj)
+        return own, shared
+
     def why_not(self, node: KubeObject) -> str:
         """One sentence per short request (or per pool problem), joined: why the claims do not fit."""
+        own, shared = self._slices_by_node
+        name = str((node.get("metadata") or {}).get("name", ""))
         try:
-            pools = gather_pools(self.slices, node)
+            pools = gather_pools([*shared, *own.get(name, ())], node)
         except AllocationError as error:
             return str(error)
         if not pools:
