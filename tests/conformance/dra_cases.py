@@ -282,6 +282,11 @@ def _claim_spec(rng: random.Random, features: set[str]) -> JSON:
                 subrequests.append(subrequest)
             requests.append({"name": name, "firstAvailable": subrequests})
             features.add("dra:firstAvailable")
+            modes = [subrequest["allocationMode"] for subrequest in subrequests]
+            if "All" in modes[1:]:  # upstream's recursion continues it as the first subrequest
+                features.add("dra:firstAvailable-All-later")
+            if modes[:2] == ["All", "All"]:  # upstream's second reads the first one's devices
+                features.add("dra:firstAvailable-All-twice")
         else:
             requests.append({"name": name, "exactly": _exactly(rng, features)})
     devices: JSON = {"requests": requests}

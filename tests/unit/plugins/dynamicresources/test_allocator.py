@@ -240,6 +240,72 @@ def test_first_available_takes_the_first_subrequest_that_fits() -> None:
     assert devices_of(allocate([claim(first)], slices)) == [["gpu/small:gpu-0"]]
 
 
+def subrequest(name: str, mode: str = "ExactCount", count: int = 1, *selectors: str) -> dict[str, Any]:
+    spec: dict[str, Any] = {"name": name, "deviceClassName": "class-a", "allocationMode": mode}
+    if mode == "ExactCount":
+        spec["count"] = count
+    if selectors:
+        spec["selectors"] = [{"cel": {"expression": s}} for s in selectors]
+    return spec
+
+
+def model_is(model: str) -> str:
+    return f'device.attributes["{DRIVER}"].model == "{model}"'
+
+
+def test_an_all_subrequest_without_devices_lets_the_next_one_try() -> None:
+    slices = [slice_("s", device("gpu-0", model="T4"))]
+    listed = {
+        "name": "gpu",
+        "firstAvailable": [subrequest("a100s", "All", 0, model_is("A100")), subrequest("any")],
+    }
+    assert devices_of(allocate([claim(listed)], slices)) == [["gpu/any:gpu-0"]]
+
+
+def test_an_all_subrequest_after_the_first_continues_as_the_first_like_upstream() -> None:
+    """1.34's allocator (experimental, which its default gates select) drops the subrequest index
+    when it recurses to an All subrequest's next device: the rest is allocated as subrequest 0."""
+    slices = [
+        slice_("s", device("gpu-0", model="T4"), device("gpu-1", model="T4"), device("gpu-2", model="T4"))
+    ]
+    listed = {
+        "name": "gpu",
+        "firstAvailable": [subrequest("a100", "ExactCount", 1, model_is("A100")), subrequest("all", "All")],
+    }
+    assert devices_of(allocate([claim(listed)], slices)) == [["gpu/all:gpu-0"]]  # one device, not three
+    two = {
+        "name": "gpu",
+        "firstAvailable": [subrequest("a100s", "ExactCount", 2, model_is("A100")), subrequest("all", "All")],
+    }
+    assert allocate([claim(two)], slices) is None  # the second device must be an A100
+
+
+def test_the_second_all_subrequest_reads_the_first_ones_devices_like_upstream() -> None:
+    """Upstream validates subrequest 1 with subrequest 0's cache key: when both are All, the
+    second gets the first one's devices, its own selectors unread."""
+    slices = [slice_("s", device("gpu-0", model="T4"), device("gpu-1", model="A100"))]
+    listed = {
+        "name": "gpu",
+        "firstAvailable": [
+            subrequest("a100s", "All", 0, model_is("H100")),
+            subrequest("t4s", "All", 0, model_is("T4")),
+        ],
+    }
+    assert (
+        allocate([claim(listed)], slices) is None
+    )  # no H100: the first finds none, and so "does" the second
+    third = {
+        "name": "gpu",
+        "firstAvailable": [
+            subrequest("one", "ExactCount", 1, model_is("H100")),
+            subrequest("h100s", "All", 0, model_is("H100")),
+            subrequest("t4s", "All", 0, model_is("T4")),
+        ],
+    }
+    # The third is validated under the second's key, which nothing cached: its own selectors count.
+    assert devices_of(allocate([claim(third)], slices)) == [["gpu/t4s:gpu-0"]]
+
+
 def test_class_config_is_copied_into_the_result() -> None:
     opaque = {"opaque": {"driver": DRIVER, "parameters": {"a": 1}}}
     results = allocate(

@@ -36,6 +36,7 @@ import (
 
 	"github.com/go-logr/logr"
 	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -43,6 +44,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	clientscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/dynamic-resource-allocation/resourceslice/tracker"
 	"k8s.io/klog/v2"
@@ -374,10 +376,11 @@ func run(in *caseInput, metrics *metricsServer) (*report, error) {
 	}
 	snapshot := internalcache.NewSnapshot(pods, nodes)
 	built := map[string]framework.Plugin{}
+	draManager := dynamicresources.NewDRAManager(ctx, claims, slices, factory)
 	f, err := frameworkruntime.NewFramework(ctx, registry(built), profile,
 		frameworkruntime.WithClientSet(client),
 		frameworkruntime.WithInformerFactory(factory),
-		frameworkruntime.WithSharedDRAManager(dynamicresources.NewDRAManager(ctx, claims, slices, factory)),
+		frameworkruntime.WithSharedDRAManager(draManager),
 		frameworkruntime.WithSnapshotSharedLister(snapshot),
 		frameworkruntime.WithEventRecorder(events.NewFakeRecorder(100)),
 		frameworkruntime.WithParallelism(1),
@@ -387,10 +390,45 @@ func run(in *caseInput, metrics *metricsServer) (*report, error) {
 	}
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
+	// The informers' stores are synced; the slice tracker, the claims' assume cache and the
+	// allocated-devices index behind it are fed by their event handlers a moment later.
+	wantClaims, wantDevices := claimsAndAllocatedDevices(objects)
+	if !cache.WaitForCacheSync(ctx.Done(), slices.HasSynced, func() bool {
+		if len(claims.List(nil)) < wantClaims {
+			return false
+		}
+		allocated, err := draManager.ResourceClaims().ListAllAllocatedDevices()
+		return err == nil && allocated.Len() >= wantDevices
+	}) {
+		return nil, errors.New("DRA caches did not sync")
+	}
 	for _, p := range built {
 		setRecentlyScheduled(p, recent)
 	}
 	return cycle(ctx, f, built, snapshot, pod)
+}
+
+// claimsAndAllocatedDevices counts the snapshot's ResourceClaims and the distinct devices their
+// allocations hold (what the DRA manager must have seen before the cycle runs).
+func claimsAndAllocatedDevices(objects []runtime.Object) (int, int) {
+	claims := 0
+	devices := sets.New[string]()
+	for _, obj := range objects {
+		claim, ok := obj.(*resourceapi.ResourceClaim)
+		if !ok {
+			continue
+		}
+		claims++
+		if claim.Status.Allocation == nil {
+			continue
+		}
+		for _, result := range claim.Status.Allocation.Devices.Results {
+			if result.AdminAccess == nil || !*result.AdminAccess {
+				devices.Insert(result.Driver + "/" + result.Pool + "/" + result.Device)
+			}
+		}
+	}
+	return claims, devices.Len()
 }
 
 // cycle is schedule_one.go's findNodesThatFitPod and prioritizeNodes for every node (no
