@@ -40,11 +40,11 @@ def cluster() -> Iterator[LocalCluster]:
         yield local
 
 
-def config(prometheus_url: str) -> str:
+def config(prometheus_url: str, extra: str = "") -> str:
     return single_plugin_config(
         "LoadAwarePacking",
         prometheus_url,
-        f'          targetUtilization: 70\n          metricsStalenessLimit: "{STALENESS}s"\n',
+        f'          targetUtilization: 70\n          metricsStalenessLimit: "{STALENESS}s"\n{extra}',
     )
 
 
@@ -57,6 +57,27 @@ def vm(name: str, cpu_limit: str) -> dict[str, Any]:
 
 async def degraded(run: SchedulerRun, reason: str) -> float:
     return await asyncio.to_thread(run.metric, "secsched_loadaware_degraded_nodes", f'reason="{reason}"')
+
+
+async def warning_on(api: ApiClient, namespace: str, reason: str, pod: str) -> list[tuple[str, str, str]]:
+    """(pod, type, note) of the Events with ``reason`` in the namespace, once one regards ``pod``."""
+
+    async def read() -> list[tuple[str, str, str]]:
+        path = f"/apis/events.k8s.io/v1/namespaces/{namespace}/events"
+        items = (await api.list_all(path))["items"]
+        return [
+            (event["regarding"]["name"], event["type"], event.get("note", ""))
+            for event in items
+            if event.get("reason") == reason
+        ]
+
+    return await poll_until(
+        read,
+        lambda found: any(name == pod for name, _, _ in found),
+        lambda found: f"no {reason} Event on {pod} yet: {found}",
+        60,
+        interval=0.2,
+    )
 
 
 async def test_it_places_by_real_usage_and_counts_pods_the_metrics_do_not_show_yet(
@@ -102,14 +123,23 @@ async def test_stale_then_missing_metrics_degrade_as_documented(
         assert await degraded(run, "stale-held") == len(NODES)
         log = run.tail(400)
         assert "are stale; holding each node's last peak" in log, log
+        # One Warning Event, on the pod placed first on stale metrics (as kube-scheduler reports: on the pod).
+        [(_, kind, note)] = await warning_on(api, namespace, "LoadMetricsStale", "stale")
+        assert kind == "Warning" and "metricsStalenessLimit 40s" in note, note
 
     # No metrics at all: a scheduler started while Prometheus is down scores every node from its
     # pods' CPU requests x the use per request (1.5 before anything is learned), and says so.
     # kwok-node-1 holds the two VMs above (their 100m requests): every other node is lighter.
-    with running_scheduler(cluster.kubeconfig, tmp_path / "missing", config(url)) as run:
+    # openingCost 0: the other nodes are empty, and the cost of opening one would outweigh the
+    # 100m requests (kwok-node-1 would win with every load read as zero too, proving nothing).
+    blind = config(url, "          openingCost: 0\n")
+    with running_scheduler(cluster.kubeconfig, tmp_path / "missing", blind) as run:
         chosen = await place(api, namespace, vm("blind", "1"))
         assert chosen != "kwok-node-1", chosen
         assert await degraded(run, "no-metrics-estimated") == len(NODES)
+        found = await warning_on(api, namespace, "LoadMetricsMissing", "blind")
+        [(kind, note)] = [(kind, note) for pod, kind, note in found if pod == "blind"]
+        assert kind == "Warning" and f"{len(NODES)} node(s) without a CPU reading" in note, note
         estimated = await asyncio.to_thread(run.metric, "secsched_trimaran_estimated_scores_total")
         assert estimated >= len(NODES)
         assert "Traceback" not in run.tail(400)
