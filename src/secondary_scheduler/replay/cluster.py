@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
 
 import numpy as np
 
@@ -229,7 +230,7 @@ class ClusterLoad:
         lookup = self._slot.get
         if len(samples) == 1 and type(samples[0]) is UsageBatch:  # a generated instant: one batch
             batch = samples[0]
-            slots = np.fromiter((lookup(key, -1) for key in batch.keys), np.int64, len(batch.keys))
+            slots = np.fromiter(map(lookup, batch.keys, repeat(-1)), np.int64, len(batch.keys))
             self._set_use(slots, batch.cpu, batch.memory)
             return
         keys: list[str] = []
@@ -244,7 +245,7 @@ class ClusterLoad:
                 keys.append(f"{sample.namespace}/{sample.name}")
                 cpu.append(sample.cpu)
                 memory.append(sample.memory)
-        slots = np.fromiter((lookup(key, -1) for key in keys), np.int64, len(keys))
+        slots = np.fromiter(map(lookup, keys, repeat(-1)), np.int64, len(keys))
         self._set_use(slots, np.array(cpu, dtype=np.float64), np.array(memory, dtype=np.float64))
 
     def _set_use(self, slots: IntArray, cpu: FloatArray, memory: FloatArray) -> None:

@@ -14,6 +14,7 @@ from secondary_scheduler.framework.podinfo import PodInfo
 from secondary_scheduler.framework.resources import CPU_COLUMN, MEMORY_COLUMN
 from secondary_scheduler.framework.status import SUCCESS, Status
 from secondary_scheduler.plugins.trimaran.lowriskovercommitment.args import LowRiskOverCommitmentArgs
+from secondary_scheduler.plugins.trimaran.lowriskovercommitment.loadriskcache import LoadRiskCache
 from secondary_scheduler.plugins.trimaran.lowriskovercommitment.nodetotals import (
     LIMIT_CPU,
     LIMIT_MEMORY,
@@ -41,6 +42,7 @@ class LowRiskOverCommitment(TrimaranPlugin, PreScorePlugin, ScorePlugin):
         super().__init__(args, handle)
         self.args = args
         self._totals = NodeTotals()
+        self._risks = LoadRiskCache(args)
 
     def pre_score(self, state: CycleState, pod: PodInfo, table: NodeTable, nodes: Slots) -> Status:
         state.write(_STATE_KEY, prescore(pod.obj))
@@ -69,7 +71,8 @@ class LowRiskOverCommitment(TrimaranPlugin, PreScorePlugin, ScorePlugin):
                 usage=usage.memory,
             ),
         )
-        scores = score_nodes(arrays, resources, self.args)
+        risks = None if resources.best_effort else self._risks.risks(table, nodes, arrays)
+        scores = score_nodes(arrays, resources, self.args, risks)
         note = usage.note(self.name, table, nodes, {"cpu": estimated, "memory": estimated}, ~has_metrics)
         self.remember(state, note)
         return scores

@@ -149,12 +149,35 @@ def compute_risk(
     Amounts are integer millicores or bytes; ``request`` and ``request_minus_pod`` are
     already capped at capacity, limits are not.
     """
-    capacity_f = capacity.astype(np.float64)
+    risk_limit = limit_risk(capacity, request, limit)
+    risk_load = load_risk(
+        resource, capacity, request_minus_pod, limit_minus_pod, usage, smoothing_window_size
+    )
+    return blend_risks(risk_limit, risk_load, weight)
+
+
+def limit_risk(capacity: IntArray, request: IntArray, limit: IntArray) -> FloatArray:
+    """computeRisk's limit risk: how far the limits, the pending pod's included, exceed capacity."""
     overcommitted = limit > capacity
-    risk_limit = safe_divide(
+    return safe_divide(
         (limit - capacity).astype(np.float64), (limit - request).astype(np.float64), overcommitted
     )
 
+
+def load_risk(
+    resource: str,
+    capacity: IntArray,
+    request_minus_pod: IntArray,
+    limit_minus_pod: IntArray,
+    usage: ResourceDataArrays,
+    smoothing_window_size: int,
+) -> FloatArray:
+    """computeRisk's load risk: the chance, under a Beta fitted to the node's measured load, that
+    usage outgrows what its pods request. It does not depend on the pending pod (upstream's risk
+    reads the node's totals without it), so a node's stays the same until its pods or its metrics
+    change (``LoadRiskCache``). Element-wise: a node's value is the same whatever nodes come with it.
+    """
+    capacity_f = capacity.astype(np.float64)
     mu, sigma = get_mu_sigma(create_resource_stats(capacity, 0, usage, resource))
     sigma = sigma * math.sqrt(smoothing_window_size)
     sigma = np.minimum(sigma, np.sqrt(_max_variance(mu) * MAX_VARIANCE_ALLOWANCE))
@@ -170,35 +193,75 @@ def compute_risk(
     rescaled = np.clip(safe_divide(fit.probability, limit_probability, rescale), 0, 1)
     probability = np.where(nothing_allowed, 1.0, np.where(rescale, rescaled, fit.probability))
 
-    risk_load = np.where(usage.valid, 1 - probability, 0.0)
+    return np.where(usage.valid, 1 - probability, 0.0)
+
+
+def blend_risks(risk_limit: FloatArray, risk_load: FloatArray, weight: float) -> FloatArray:
+    """computeRisk's answer: the two risks weighted (``riskLimitWeights``), in [0, 1]."""
     return np.clip(weight * risk_limit + (1 - weight) * risk_load, 0, 1)
 
 
-def score_nodes(arrays: NodeArrays, pod: PodResources, args: LowRiskOverCommitmentArgs) -> IntArray:
+@dataclass(frozen=True)
+class LoadRisks:
+    """``load_risk`` of cpu and memory, one entry per node of a NodeArrays."""
+
+    cpu: FloatArray
+    memory: FloatArray
+
+
+def load_risks(arrays: NodeArrays, args: LowRiskOverCommitmentArgs) -> LoadRisks:
+    """Both resources' load risks of ``arrays``' nodes (what ``score_nodes`` computes without them)."""
+    return LoadRisks(
+        cpu=_load_risk("cpu", arrays.cpu, args),
+        memory=_load_risk("memory", arrays.memory, args),
+    )
+
+
+def score_nodes(
+    arrays: NodeArrays,
+    pod: PodResources,
+    args: LowRiskOverCommitmentArgs,
+    risks: LoadRisks | None = None,
+) -> IntArray:
     """LowRiskOverCommitment's Score for every node; 0 for a best-effort pod or a node without metrics.
 
-    ``pod`` is ``prescore`` of the pod being scheduled.
+    ``pod`` is ``prescore`` of the pod being scheduled; ``risks``, when given, are ``load_risks``
+    of ``arrays`` made earlier (the plugin keeps them per node while nothing they read changes).
     """
     if pod.best_effort:
         return np.zeros(arrays.has_metrics.shape, dtype=np.int64)
-    risk_cpu = _resource_risk("cpu", arrays.cpu, pod.requests.milli_cpu, pod.limits.milli_cpu, args)
-    risk_memory = _resource_risk("memory", arrays.memory, pod.requests.memory, pod.limits.memory, args)
+    if risks is None:
+        risks = load_risks(arrays, args)
+    cpu, memory = arrays.cpu, arrays.memory
+    risk_cpu = _resource_risk("cpu", cpu, pod.requests.milli_cpu, pod.limits.milli_cpu, risks.cpu, args)
+    risk_memory = _resource_risk("memory", memory, pod.requests.memory, pod.limits.memory, risks.memory, args)
     scores = to_scores((1 - np.maximum(risk_cpu, risk_memory)) * 100)
     return np.where(arrays.has_metrics, scores, 0).astype(np.int64)
 
 
-def _resource_risk(
-    name: str, resource: ResourceArrays, pod_request: int, pod_limit: int, args: LowRiskOverCommitmentArgs
-) -> FloatArray:
-    """``compute_risk`` with the pending pod added to the node's totals; requests capped at capacity."""
-    return compute_risk(
+def _load_risk(name: str, resource: ResourceArrays, args: LowRiskOverCommitmentArgs) -> FloatArray:
+    return load_risk(
         name,
         capacity=resource.capacity,
-        request=np.minimum(resource.requests + pod_request, resource.capacity),
-        limit=resource.limits + pod_limit,
         request_minus_pod=np.minimum(resource.requests, resource.capacity),
         limit_minus_pod=resource.limits,
         usage=resource.usage,
         smoothing_window_size=args.smoothing_window_size,
-        weight=args.risk_limit_weights[name],
     )
+
+
+def _resource_risk(
+    name: str,
+    resource: ResourceArrays,
+    pod_request: int,
+    pod_limit: int,
+    risk_load: FloatArray,
+    args: LowRiskOverCommitmentArgs,
+) -> FloatArray:
+    """``compute_risk`` with the pending pod added to the node's totals; requests capped at capacity."""
+    risk_limit = limit_risk(
+        resource.capacity,
+        request=np.minimum(resource.requests + pod_request, resource.capacity),
+        limit=resource.limits + pod_limit,
+    )
+    return blend_risks(risk_limit, risk_load, args.risk_limit_weights[name])
