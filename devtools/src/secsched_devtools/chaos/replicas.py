@@ -120,7 +120,7 @@ class Replicas:
                 )
             await asyncio.sleep(0.2)
 
-    async def leader(self, timeout: float = 60.0) -> Replica:
+    async def leader(self, timeout: float = 120.0) -> Replica:
         """The replica that leads (waits until exactly one does)."""
         deadline = time.monotonic() + timeout
         while True:
