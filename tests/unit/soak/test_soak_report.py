@@ -55,6 +55,16 @@ Not yet measured.
 """
 
 
+def test_missed_samples_are_counted_with_the_first_reason() -> None:
+    samples = steady_run()
+    missed = ["12m00s: ReadTimeout", "40m00s: ReadTimeout"]
+    body = render(CONTEXT, SoakOptions(), analyse(samples, 3600, Bounds()), CHURNED, samples, missed)
+    assert "(61 samples, 2 missed (the first at 12m00s: ReadTimeout): RSS" in body
+    assert "(61 samples: RSS" in render(
+        CONTEXT, SoakOptions(), analyse(samples, 3600, Bounds()), CHURNED, samples
+    )
+
+
 @pytest.mark.parametrize("after", ["", "\n## Later\n\nMore.\n"])
 def test_only_the_soak_section_is_rewritten(tmp_path: Path, after: str) -> None:
     page = tmp_path / "reliability.md"

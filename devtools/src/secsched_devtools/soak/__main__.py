@@ -111,7 +111,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     context = RunContext.now(command)
     result = soak(options, lambda line: console.print(f"  … {line}", soft_wrap=True))
     write_samples(options.work_dir / "samples.csv", result.samples)
-    body = render(context, options, result.analysis, result.churned, result.samples)
+    body = render(context, options, result.analysis, result.churned, result.samples, result.missed)
     if options.docs is not None:
         write_section(options.docs, body)
         console.print(f"figures written to {options.docs} (samples: {options.work_dir / 'samples.csv'})")

@@ -33,6 +33,8 @@ PENDING_GAUGE = "scheduler_pending_pods"
 TASK_LINE = re.compile(r"^task (?P<name>.*): (?:pending|done)$")
 WATCH_TASK_PREFIX = "reflector-"
 ESTABLISHED = "01"
+PROBE_TIMEOUT = 30.0
+"""Seconds a page may take: on a busy machine a scheduler's answer can lag well behind."""
 
 
 @dataclass(frozen=True)
@@ -150,7 +152,9 @@ class Probe:
         tls.check_hostname = False
         tls.verify_mode = ssl.CERT_NONE  # the scheduler's self-signed serving certificate
         tls.load_cert_chain(*client_cert)
-        self._http = httpx.AsyncClient(base_url=f"https://127.0.0.1:{serving_port}", verify=tls, timeout=10)
+        self._http = httpx.AsyncClient(
+            base_url=f"https://127.0.0.1:{serving_port}", verify=tls, timeout=PROBE_TIMEOUT
+        )
 
     async def close(self) -> None:
         await self._http.aclose()

@@ -80,14 +80,21 @@ def _timeline(samples: Sequence[Sample]) -> list[str]:
     return rows
 
 
+def _missed(missed: Sequence[str]) -> str:
+    if not missed:
+        return ""
+    return f", {len(missed)} missed (the first at {missed[0]})"
+
+
 def render(
     context: RunContext,
     options: SoakOptions,
     analysis: Analysis,
     churned: Churned,
     samples: Sequence[Sample],
+    missed: Sequence[str] = (),
 ) -> str:
-    """The section's body (under its heading)."""
+    """The section's body (under its heading); ``missed``: the samples not taken, and why."""
     gauges = analysis.gauges
     window = _minutes(analysis.window)
     latency = analysis.latency
@@ -116,7 +123,8 @@ def render(
         f"{analysis.scheduled:,.0f} pods scheduled. Failed API calls of the churn: {errors}.",
         "",
         f"Verdict: {verdict}. Sampled every {options.sample_every:g} s from outside the process "
-        "(RSS, threads, open files from /proc; connections to the API server from its sockets; "
+        f"({len(samples)} samples{_missed(missed)}: "
+        "RSS, threads, open files from /proc; connections to the API server from its sockets; "
         "asyncio tasks from `--profiling`'s task dump, watch loops being the `reflector-*` tasks; "
         "latency from /metrics). The first and last windows are the run's first and last "
         f"{window}; the RSS slope is fitted after the first quarter.",

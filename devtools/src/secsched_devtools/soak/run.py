@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import httpx
 import yaml
 
 from secsched_devtools.cluster.localcluster import ClusterOptions, LocalCluster
@@ -39,6 +40,8 @@ class SoakResult:
     samples: list[Sample]
     churned: Churned
     analysis: Analysis
+    missed: list[str]
+    """Samples not taken, each as the time and why (a page that timed out on a busy machine)."""
 
 
 def scheduler_config(prometheus_url: str) -> str:
@@ -86,13 +89,13 @@ def soak_on(cluster: LocalCluster, options: SoakOptions, progress: Callable[[str
             f"ours runs as pid {run.process.pid} (log {run.log}); "
             f"churning for {format_elapsed(options.duration)}"
         )
-        samples, churned = asyncio.run(_churn_and_sample(cluster, run, options, progress))
-    return SoakResult(samples, churned, analyse(samples, options.duration, options.bounds))
+        samples, missed, churned = asyncio.run(_churn_and_sample(cluster, run, options, progress))
+    return SoakResult(samples, churned, analyse(samples, options.duration, options.bounds), missed)
 
 
 async def _churn_and_sample(
     cluster: LocalCluster, run: SchedulerRun, options: SoakOptions, progress: Callable[[str], None]
-) -> tuple[list[Sample], Churned]:
+) -> tuple[list[Sample], list[str], Churned]:
     churned = Churned()
     namespace = f"soak-{uuid.uuid4().hex[:8]}"
     admin = (str(cluster.pki.client_cert("admin")), str(cluster.pki.client_key("admin")))
@@ -111,15 +114,17 @@ async def _churn_and_sample(
                 asyncio.create_task(MetricsFlap(cluster, options, churned).run(until), name="soak-metrics"),
             ]
             try:
-                samples = await _sample(probe, run, started, until, options, churned, pods, progress)
+                samples, missed = await _sample(probe, run, started, until, options, churned, pods, progress)
                 await asyncio.gather(*churn)
             finally:
                 for task in churn:
                     task.cancel()
                 await asyncio.gather(*churn, return_exceptions=True)
+                # The pods still alive go with it (a cluster the caller keeps is left as it was).
+                await api.delete(f"/api/v1/namespaces/{namespace}")
     finally:
         await probe.close()
-    return samples, churned
+    return samples, missed, churned
 
 
 async def _sample(
@@ -131,24 +136,36 @@ async def _sample(
     churned: Churned,
     pods: PodChurn,
     progress: Callable[[str], None],
-) -> list[Sample]:
-    """A sample every ``sample_every`` seconds from the churn's start to its end (both included)."""
+) -> tuple[list[Sample], list[str]]:
+    """A sample every ``sample_every`` seconds from the churn's start to its end (both included),
+    and the samples missed: a page that timed out is reported, and the next sample is taken."""
     samples: list[Sample] = []
+    missed: list[str] = []
     next_at = started
     while True:
         await asyncio.sleep(max(0.0, next_at - time.monotonic()))
         if run.process.poll() is not None:
             raise SchedulerDied(f"ours exited with {run.process.returncode} during the soak:\n{run.tail()}")
-        sample = await probe.sample(time.monotonic() - started)
-        samples.append(sample)
-        progress(
-            f"{format_elapsed(sample.seconds)}: RSS {sample.rss_bytes / MIB:.1f} MiB, {sample.tasks} tasks "
-            f"({sample.watch_tasks} watch loops), {sample.api_connections} API conns, {sample.open_fds} fds; "
-            f"pods live {pods.live}, created {churned.pods_created:,}, scheduled {sample.scheduled:,.0f}, "
-            f"pending {sample.pending_active + sample.pending_backoff:.0f}; nodes +{churned.nodes_added} "
-            f"-{churned.nodes_removed}; flaps {sum(churned.flaps.values())}; "
-            f"errors {sum(churned.errors.values())}"
-        )
+        try:
+            sample = await probe.sample(time.monotonic() - started)
+        except httpx.TimeoutException as error:
+            missed.append(f"{format_elapsed(time.monotonic() - started)}: {type(error).__name__} {error}")
+            progress(f"sample missed: {missed[-1]}")
+        else:
+            samples.append(sample)
+            _report(sample, churned, pods, progress)
         if next_at >= until:
-            return samples
+            return samples, missed
         next_at = min(next_at + options.sample_every, until)
+
+
+def _report(sample: Sample, churned: Churned, pods: PodChurn, progress: Callable[[str], None]) -> None:
+    """The progress line of one sample."""
+    progress(
+        f"{format_elapsed(sample.seconds)}: RSS {sample.rss_bytes / MIB:.1f} MiB, {sample.tasks} tasks "
+        f"({sample.watch_tasks} watch loops), {sample.api_connections} API conns, {sample.open_fds} fds; "
+        f"pods live {pods.live}, created {churned.pods_created:,}, scheduled {sample.scheduled:,.0f}, "
+        f"pending {sample.pending_active + sample.pending_backoff:.0f}; nodes +{churned.nodes_added} "
+        f"-{churned.nodes_removed}; flaps {sum(churned.flaps.values())}; "
+        f"errors {sum(churned.errors.values())}"
+    )
