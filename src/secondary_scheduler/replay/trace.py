@@ -244,6 +244,7 @@ _POD_FIELDS = _POD_REQUIRED | {
     "minMember",
 }
 _INT32 = 2**31 - 1
+_NUMBERS = (float, int)
 
 
 def _open_binary(path: Path, mode: Literal["rb", "wb"]) -> IO[bytes]:
@@ -274,25 +275,64 @@ class SecschedTrace:
 
     def records(self) -> Iterator[TraceRecord]:
         """Every record after the header, checked, in ``t`` order (a decrease is refused)."""
+        return cast(Iterator[TraceRecord], self._read(batching=False))  # batches only when batching
+
+    def stream(self) -> Iterator[ReplayRecord]:
+        """``records()`` with each run of usage lines of one instant as one UsageBatch, read without
+        a UsageSample per line (the same checks: a line a quick check doubts is parsed in full)."""
+        return self._read(batching=True)
+
+    def _read(self, *, batching: bool) -> Iterator[ReplayRecord]:
         path = self.path
         previous_t = 0.0
         alive: dict[str, float] = {}  # pod key -> end (inf: no end) of its latest arrival
+        keys: list[str] = []
+        cpus: list[float] = []
+        memories: list[float] = []
+        at = 0.0
         with _open_binary(path, "rb") as stream:
             stream.readline()
             for number, line in _numbered_lines(stream, path):
                 if not line.strip():
                     raise TraceError(path, number, "line", "", "is empty", "remove blank lines")
-                record = _parse_record(_load(path, number, line), path, number)
-                if record.t < previous_t:
+                obj = _load(path, number, line)
+                usage = _plain_usage(obj) if batching else None
+                record: TraceRecord | None = None
+                if usage is None:
+                    record = _parse_record(obj, path, number)
+                    t = record.t
+                else:
+                    t = usage[0]
+                if t < previous_t:
                     raise TraceError(
                         path,
                         number,
                         "t",
-                        record.t,
+                        t,
                         f"is before the previous line's t={previous_t:g}",
                         "sort the records by t (the format is in time order)",
                     )
-                previous_t = record.t
+                previous_t = t
+                if batching:
+                    if record is None or type(record) is UsageSample:
+                        if keys and t != at:
+                            yield UsageBatch(at, keys, np.array(cpus), np.array(memories))
+                            keys, cpus, memories = [], [], []
+                        at = t
+                        if usage is not None:
+                            keys.append(usage[1])
+                            cpus.append(usage[2])
+                            memories.append(usage[3])
+                        else:
+                            assert type(record) is UsageSample
+                            keys.append(record.key)
+                            cpus.append(record.cpu)
+                            memories.append(record.memory)
+                        continue
+                    if keys:
+                        yield UsageBatch(at, keys, np.array(cpus), np.array(memories))
+                        keys, cpus, memories = [], [], []
+                assert record is not None
                 if type(record) is PodArrival:
                     still = alive.get(record.key)
                     if still is not None and still > record.t:
@@ -307,9 +347,31 @@ class SecschedTrace:
                         )
                     alive[record.key] = math.inf if record.end is None else record.end
                 yield record
+        if keys:
+            yield UsageBatch(at, keys, np.array(cpus), np.array(memories))
 
-    def stream(self) -> Iterator[ReplayRecord]:
-        return batched(self.records())
+
+def _plain_usage(obj: dict[str, Any]) -> tuple[float, str, float, float] | None:
+    """(t, pod key, cpu, memory) of a usage line that is plainly valid (every field present and of
+    its type, numbers finite and >= 0: what ``_parse_record`` accepts); None for any other line,
+    which ``_parse_record`` then reads (and refuses with its words, if it is wrong)."""
+    if obj.get("type") != "usage" or obj.keys() != _USAGE_FIELDS:
+        return None
+    t, namespace, name, cpu, memory = obj["t"], obj["namespace"], obj["name"], obj["cpu"], obj["memory"]
+    if (
+        type(namespace) is str
+        and type(name) is str
+        and namespace
+        and name
+        and type(t) in _NUMBERS
+        and type(cpu) in _NUMBERS
+        and type(memory) in _NUMBERS
+        and 0.0 <= t < math.inf
+        and 0.0 <= cpu < math.inf
+        and 0.0 <= memory < math.inf
+    ):
+        return float(t), f"{namespace}/{name}", float(cpu), float(memory)
+    return None
 
 
 def _numbered_lines(stream: IO[bytes], path: Path) -> Iterator[tuple[int, bytes]]:
