@@ -20,6 +20,16 @@ from secsched_devtools.soak.options import SoakOptions
 from secsched_devtools.soak.probe import Sample
 
 HEADING = "## Soak: `make soak`"
+WARM_UP = (
+    "Why the first quarter is left out of the slope: ours keeps a little of each churned pod for a "
+    "while, by design and within bounds, so RSS climbs in the first minutes and then levels off. The "
+    "node table keeps the request rows of up to 1,024 pods beyond twice those bound "
+    "(`framework/nodetable.py`); the Event recorder keeps each Event it wrote for 6 to 12 minutes, "
+    "as client-go's finishTime (`kube/events/recorder.py`); the cycle collector freezes what survives "
+    "a pass and thaws it every 5 minutes (`scheduler/garbage.py`), so a churned pod's cyclic garbage "
+    "may wait that long. At 5 pods a second all three are full within about 12 minutes."
+)
+"""Why the slope skips the warm-up: what fills in the first minutes, each with its bound."""
 TIMELINE_ROWS = 12
 """Rows of the timeline table: one per twelfth of the run (5 minutes in an hour)."""
 
@@ -128,6 +138,8 @@ def render(
         "asyncio tasks from `--profiling`'s task dump, watch loops being the `reflector-*` tasks; "
         "latency from /metrics). The first and last windows are the run's first and last "
         f"{window}; the RSS slope is fitted after the first quarter.",
+        "",
+        WARM_UP,
         "",
         "| | first window | last window | whole run (min – max) |",
         "|---|---:|---:|---:|",
