@@ -346,7 +346,8 @@ class DynamicResources(
             claim = data.claims[index]
             consumers = reserved_for(claim)
             if not consumers or (len(consumers) == 1 and consumers[0].get("uid") == pod.uid):
-                self.handle.spawn(self._deallocate(claim), name=f"deallocate-{claim_key(claim)}")
+                if self.handle.client is not None:  # in memory (`secsched score`) nothing is written
+                    self.handle.spawn(self._deallocate(claim), name=f"deallocate-{claim_key(claim)}")
                 return PostFilterResult(Status.unschedulable("deallocation of ResourceClaim completed"))
         return PostFilterResult(Status.unschedulable("still not schedulable"))
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from tests.unit.framework.kubeobjects import make_node, pod_info, table_of
 from tests.unit.plugins.pluginruns import rejections
@@ -179,6 +179,10 @@ def test_allocated_claim_is_honoured_through_its_node_selector() -> None:
     # The claim is reserved for nobody: PostFilter frees it (in the background), as upstream.
     handle_spawned: list[str] = []
     plugin.handle.spawn = lambda coroutine, name: (coroutine.close(), handle_spawned.append(name))  # type: ignore[method-assign]
+    result = plugin.post_filter(state, pod, two_nodes(), Diagnosis(2))
+    assert result.status.message == "deallocation of ResourceClaim completed"
+    assert handle_spawned == []  # in memory (secsched score): the same answer, nothing written
+    plugin.handle.client = cast(Any, object())
     result = plugin.post_filter(state, pod, two_nodes(), Diagnosis(2))
     assert result.status.message == "deallocation of ResourceClaim completed"
     assert handle_spawned == ["deallocate-default/c"]
