@@ -83,6 +83,8 @@ from bench.workloadclasses import (
     zones_of,
 )
 from bench.workloads_report import (
+    DRA_OPEN_LOOP_PODS,
+    DRA_PODS,
     KEPT_VIOLATIONS,
     LOAD_SCRAPE_INTERVAL,
     METRICS_SETTLE,
@@ -257,6 +259,8 @@ class WorkloadsSection(WorkloadsReport):
         open_loop_pods = options.open_loop_pods
         if klass == "pvc":
             measured, open_loop_pods = min(measured, PVC_PODS), min(open_loop_pods, PVC_OPEN_LOOP_PODS)
+        elif klass == "dra":
+            measured, open_loop_pods = min(measured, DRA_PODS), min(open_loop_pods, DRA_OPEN_LOOP_PODS)
         existing = existing_count(klass, options.workload_existing_for(context.nodes), len(nodes))
         problem = room(klass, len(nodes), existing, measured)
         if problem is None and options.open_loop:

@@ -43,6 +43,11 @@ PVC_OPEN_LOOP_PODS = 60
 """The pvc class measures at most these many pods: upstream's VolumeBinding spends about half a
 second of CPU per pod at 1,000 nodes (the volumes section), more with more nodes, so the class at
 full size would take most of the section's hour by itself."""
+DRA_PODS = 1000
+DRA_OPEN_LOOP_PODS = 200
+"""The dra class measures at most these many pods: allocating devices costs both schedulers tens of
+ms of CPU per pod at 1,000 nodes (3.6-4.2 pods/s there), so the class at 5,000 nodes and full size
+would take over half an hour by itself."""
 LOAD_SCRAPE_INTERVAL = "15s"
 """Prometheus' scrape interval while a load class runs (its own default). At 5,000 nodes
 a scrape is 10,000 series, about 0.12 s of the exporter's CPU: under 1 % of a core at this
@@ -169,6 +174,13 @@ class WorkloadsReport:
                 f"The `pvc` class measures at most {PVC_PODS} pods ({PVC_OPEN_LOOP_PODS} in open loop): "
                 "upstream's VolumeBinding spends about half a second of CPU per pod at 1,000 nodes (see "
                 "the PVC section), so a full-size run would take most of an hour by itself.",
+                "",
+            ]
+        if "dra" in options.workload_classes:
+            lines += [
+                f"The `dra` class measures at most {DRA_PODS} pods ({DRA_OPEN_LOOP_PODS} in open loop): "
+                "allocating devices costs both schedulers tens of ms of CPU per pod, so a full-size "
+                "run at 5,000 nodes would take over half an hour by itself.",
                 "",
             ]
         lines += self._classes()
