@@ -29,23 +29,15 @@ from secondary_scheduler.plugins.dynamicresources.cel_env import (
 )
 from secondary_scheduler.plugins.dynamicresources.pools import (
     AllocationError,
+    DeviceID,
     Pool,
+    PoolDevice,
+    SliceIndex,
     UnsupportedFeature,
-    gather_pools,
 )
 
 ALLOCATION_RESULTS_MAX_SIZE = 32
 """resourceapi.AllocationResultsMaxSize: devices one claim may get."""
-
-
-@dataclass(frozen=True, slots=True)
-class DeviceID:
-    driver: str
-    pool: str
-    device: str
-
-    def __str__(self) -> str:
-        return f"{self.driver}/{self.pool}/{self.device}"
 
 
 def allocated_device_ids(claim: KubeObject) -> list[DeviceID]:
@@ -101,16 +93,21 @@ class _Request:
     parent: str | None
     spec: Mapping[str, Any]
     device_class: KubeObject
+    selectors: list[tuple[str, int, Selector | SelectorError]] = field(default_factory=list)
+    """(owner, number, compiled program) of the class's selectors, then the claim's: a program
+    that does not compile is kept, and raised when a device is first checked (as upstream)."""
     count: int = 0
-    all_devices: list[tuple[DeviceID, KubeObject, int]] | None = None
+    all_devices: list[PoolDevice] | None = None
+
+    admin_access: bool = field(init=False)
+    """Whether the request asks for admin access (subrequests never do): read per device."""
+
+    def __post_init__(self) -> None:
+        self.admin_access = bool(self.spec.get("adminAccess")) and self.parent is None
 
     @property
     def full_name(self) -> str:
         return f"{self.parent}/{self.name}" if self.parent else self.name
-
-    @property
-    def admin_access(self) -> bool:
-        return bool(self.spec.get("adminAccess")) and self.parent is None
 
 
 @dataclass
@@ -198,23 +195,14 @@ class _Search:
         return device_id in self.allocated or bool(self.allocating.get(device_id))
 
     def selectable(self, request: _Request, slice_obj: KubeObject, index: int) -> bool:
-        for owner, selectors in (
-            (
-                f"class {_name(request.device_class)}",
-                (request.device_class.get("spec") or {}).get("selectors"),
-            ),
-            (f"claim {_claim_key(self.claims[request.claim_index])}", request.spec.get("selectors")),
-        ):
-            for number, selector in enumerate(selectors or ()):
-                expression = (selector.get("cel") or {}).get("expression")
-                program = compiled(str(expression))
-                if isinstance(program, SelectorError):
-                    raise AllocationError(f"{owner}: selector #{number}: {program}")
-                try:
-                    if not self.selector_results.matches(program, slice_obj, index):
-                        return False
-                except SelectorError as error:
-                    raise AllocationError(f"{owner}: selector #{number}: {error}") from error
+        for owner, number, program in request.selectors:
+            if isinstance(program, SelectorError):
+                raise AllocationError(f"{owner}: selector #{number}: {program}")
+            try:
+                if not self.selector_results.matches(program, slice_obj, index):
+                    return False
+            except SelectorError as error:
+                raise AllocationError(f"{owner}: selector #{number}: {error}") from error
         return True
 
     def request_of(self, claim_index: int, request_index: int) -> _Request:
@@ -304,13 +292,11 @@ class _Search:
             raise _ResultTooLarge
         return False
 
-    def devices(self) -> Iterable[tuple[DeviceID, KubeObject, int]]:
+    def devices(self) -> Iterable[PoolDevice]:
         for pool in self.pools:
             if pool.invalid_reason is not None:
                 raise AllocationError(f"pool {pool.name} is invalid: {pool.invalid_reason}")
-            for slice_obj in pool.slices:
-                for index, device in enumerate((slice_obj.get("spec") or {}).get("devices") or ()):
-                    yield DeviceID(pool.driver, pool.name, str(device.get("name", ""))), slice_obj, index
+            yield from pool.devices
 
     def allocate_device(
         self, request: _Request, device_id: DeviceID, slice_obj: KubeObject, index: int, must: bool
@@ -396,33 +382,37 @@ class Allocator:
         slices: Sequence[KubeObject],
         allocated: set[DeviceID] | frozenset[DeviceID],
         selector_results: SelectorResults,
+        slice_index: SliceIndex | None = None,
     ) -> None:
+        """``slice_index``: the scheduler's index kept across cycles (a fresh one by default)."""
         for claim in claims:
             check_claim(claim)
         self.claims = claims
         self.classes = classes
-        self._node_local: dict[str, list[KubeObject]] = {}
-        """Slices for one node by name (most of them): a node reads its own, not every node's."""
-        self._shared: list[KubeObject] = []
-        """Slices for ``allNodes``, a ``nodeSelector`` (or that say nothing: skipped per node)."""
-        for slice_obj in slices:
-            node_name = (slice_obj.get("spec") or {}).get("nodeName")
-            if node_name:
-                self._node_local.setdefault(str(node_name), []).append(slice_obj)
-            else:
-                self._shared.append(slice_obj)
+        self.slice_index = slice_index if slice_index is not None else SliceIndex()
+        self.slice_index.refresh(slices)
         self.allocated = allocated
         self.selector_results = selector_results
+        self._same_on_every_node: tuple[dict[_RequestKey, _Request], list[int]] | None = None
+        """The validated requests and their counts per claim, once found to read no node's pools
+        (no ``All`` request): the search only reads them, so every node's search shares them."""
 
     def allocate(self, node: KubeObject) -> list[dict[str, Any]] | None:
         """One AllocationResult per claim if they all fit on ``node``, else None."""
-        node_name = str((node.get("metadata") or {}).get("name", ""))
-        pools = gather_pools([*self._shared, *self._node_local.get(node_name, ())], node)
+        pools = self.slice_index.pools(node)
         search = _Search(self.claims, pools, self.allocated, self.selector_results)
-        for claim_index, claim in enumerate(self.claims):
-            search.request_counts.append(self._add_requests(search, claim_index, claim))
-            search.constraints.append(self._constraints(claim))
-            search.chosen.append([])
+        if self._same_on_every_node is not None:
+            search.requests, search.request_counts = self._same_on_every_node
+            for claim in self.claims:
+                search.constraints.append(self._constraints(claim))
+                search.chosen.append([])
+        else:
+            for claim_index, claim in enumerate(self.claims):
+                search.request_counts.append(self._add_requests(search, claim_index, claim))
+                search.constraints.append(self._constraints(claim))
+                search.chosen.append([])
+            if all(request.all_devices is None for request in search.requests.values()):
+                self._same_on_every_node = (search.requests, search.request_counts)
         if not search.run():
             return None
         return [self._result(search, index, claim, node) for index, claim in enumerate(self.claims)]
@@ -497,7 +487,8 @@ class Allocator:
                 f"{label}: could not retrieve device class {class_name}: "
                 f'deviceclass.resource.k8s.io "{class_name}" not found'
             )
-        request = _Request(claim_index, name, parent, spec, device_class)
+        selectors = self._selectors(claim, spec, device_class)
+        request = _Request(claim_index, name, parent, spec, device_class, selectors)
         mode = spec.get("allocationMode") or "ExactCount"
         if mode == "ExactCount":
             request.count = int(spec.get("count") or 1)
@@ -514,19 +505,31 @@ class Allocator:
                         f"{label}: asks for all devices, but resource pool {pool.pool_id} "
                         "is currently invalid"
                     )
-                for slice_obj in pool.slices:
-                    for index, device in enumerate((slice_obj.get("spec") or {}).get("devices") or ()):
-                        device_id = DeviceID(pool.driver, pool.name, str(device.get("name", "")))
-                        verdict = verdicts.get((device_id, cache_key))
-                        if verdict is None:
-                            verdict = search.selectable(request, slice_obj, index)
-                            verdicts[(device_id, cache_key)] = verdict
-                        if verdict:
-                            request.all_devices.append((device_id, slice_obj, index))
+                for device_id, slice_obj, index in pool.devices:
+                    verdict = verdicts.get((device_id, cache_key))
+                    if verdict is None:
+                        verdict = search.selectable(request, slice_obj, index)
+                        verdicts[(device_id, cache_key)] = verdict
+                    if verdict:
+                        request.all_devices.append((device_id, slice_obj, index))
             request.count = len(request.all_devices)
         else:
             raise AllocationError(f"{label}: unsupported count mode {mode}")
         return request
+
+    @staticmethod
+    def _selectors(
+        claim: KubeObject, spec: Mapping[str, Any], device_class: KubeObject
+    ) -> list[tuple[str, int, Selector | SelectorError]]:
+        compiled_selectors: list[tuple[str, int, Selector | SelectorError]] = []
+        for owner, selectors in (
+            (f"class {_name(device_class)}", (device_class.get("spec") or {}).get("selectors")),
+            (f"claim {_claim_key(claim)}", spec.get("selectors")),
+        ):
+            for number, selector in enumerate(selectors or ()):
+                expression = (selector.get("cel") or {}).get("expression")
+                compiled_selectors.append((owner, number, compiled(str(expression))))
+        return compiled_selectors
 
     @staticmethod
     def _constraints(claim: KubeObject) -> list[_Constraint]:

@@ -107,3 +107,29 @@ def devices_in_use(claims: Iterable[KubeObject]) -> set[DeviceID]:
         if allocation_of(claim) is not None:
             devices.update(allocated_device_ids(claim))
     return devices
+
+
+class HeldDevices:
+    """``devices_in_use`` read again each cycle only for the claims that changed.
+
+    The informer holds a new object for a changed (or assumed) claim, so a claim's devices are
+    kept with the object they were read from and reused while that object is still the one
+    listed; claims no longer listed are forgotten.
+    """
+
+    def __init__(self) -> None:
+        self._by_object: dict[int, tuple[KubeObject, list[DeviceID]]] = {}
+
+    def of(self, claims: Iterable[KubeObject]) -> set[DeviceID]:
+        devices: set[DeviceID] = set()
+        kept: dict[int, tuple[KubeObject, list[DeviceID]]] = {}
+        previous = self._by_object
+        for claim in claims:
+            entry = previous.get(id(claim))
+            if entry is None or entry[0] is not claim:
+                held = allocated_device_ids(claim) if allocation_of(claim) is not None else []
+                entry = (claim, held)
+            kept[id(claim)] = entry
+            devices.update(entry[1])
+        self._by_object = kept
+        return devices

@@ -72,9 +72,9 @@ from secondary_scheduler.plugins.dynamicresources.claims import (
     RESOURCE_CLAIMS,
     RESOURCE_SLICES,
     ClaimLookupError,
+    HeldDevices,
     allocation_of,
     claim_key,
-    devices_in_use,
     is_reserved_for,
     metadata,
     pod_claims,
@@ -82,7 +82,7 @@ from secondary_scheduler.plugins.dynamicresources.claims import (
 )
 from secondary_scheduler.plugins.dynamicresources.explain import ClaimsView
 from secondary_scheduler.plugins.dynamicresources.limitation import ENABLED_WARNING
-from secondary_scheduler.plugins.dynamicresources.pools import UnsupportedFeature
+from secondary_scheduler.plugins.dynamicresources.pools import SliceIndex, UnsupportedFeature
 
 NO_CLAIMS_TO_DEALLOCATE = "no new claims to deallocate"
 """Upstream's PostFilter answer for a pod whose claims it cannot free: part of every FailedScheduling text."""
@@ -170,6 +170,9 @@ class DynamicResources(
         self.classes = handle.informer(DEVICE_CLASSES)
         self.slices = handle.informer(RESOURCE_SLICES)
         self.selector_results = SelectorResults()
+        self.slice_index = SliceIndex()
+        """Each node's pools, kept across cycles until its slices change."""
+        self.held_devices = HeldDevices()
         self.slices.add_listener(self._slice_changed)
         self.in_flight: dict[str, KubeObject] = {}
         """Claim UID -> the claim with the allocation a reserved pod will write (upstream's in-flight)."""
@@ -257,7 +260,12 @@ class DynamicResources(
                 to_allocate = [data.claims[index] for index in data.to_allocate]
                 slices, in_use = self.slices.list(), self._devices_in_use()
                 data.allocator = Allocator(
-                    to_allocate, lambda name: self.classes.get(name), slices, in_use, self.selector_results
+                    to_allocate,
+                    lambda name: self.classes.get(name),
+                    slices,
+                    in_use,
+                    self.selector_results,
+                    self.slice_index,
                 )
             except UnsupportedFeature as error:
                 return Status.unschedulable(str(error), unresolvable=True)
@@ -289,7 +297,7 @@ class DynamicResources(
         return None
 
     def _devices_in_use(self) -> set[DeviceID]:
-        devices = devices_in_use(self.claims)
+        devices = self.held_devices.of(self.claims)
         for claim in self.in_flight.values():
             devices.update(allocated_device_ids(claim))
         return devices

@@ -15,9 +15,10 @@ taints, consumable capacity, binding conditions) are refused with the slice and 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import operator
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from secondary_scheduler.framework.aliases import KubeObject
 from secondary_scheduler.framework.nodeselector import NodeSelector
@@ -72,6 +73,21 @@ def check_slice(slice_obj: KubeObject) -> None:
                 raise _refusal(f"ResourceSlice {name}", f"spec.devices[{index}].{key}", gate)
 
 
+class DeviceID(NamedTuple):
+    """A device as allocation results name it (a tuple: hashed in C, the search hashes it often)."""
+
+    driver: str
+    pool: str
+    device: str
+
+    def __str__(self) -> str:
+        return f"{self.driver}/{self.pool}/{self.device}"
+
+
+PoolDevice = tuple[DeviceID, KubeObject, int]
+"""A device of a pool: its ID, its slice and its index in the slice's devices."""
+
+
 @dataclass
 class Pool:
     driver: str
@@ -80,6 +96,8 @@ class Pool:
     slices: list[KubeObject] = field(default_factory=list)
     incomplete: bool = False
     invalid_reason: str | None = None
+    devices: list[PoolDevice] = field(default_factory=list)
+    """Every device of the pool's slices in order (built once: the search walks it per node)."""
 
     @property
     def pool_id(self) -> str:
@@ -123,6 +141,11 @@ def gather_pools(slices: Iterable[KubeObject], node: KubeObject) -> list[Pool]:
         wanted = int(((pool.slices[0].get("spec") or {}).get("pool") or {}).get("resourceSliceCount", 0))
         pool.incomplete = len(pool.slices) != wanted
         pool.invalid_reason = _invalid_reason(pool)
+        pool.devices = [
+            (DeviceID(pool.driver, pool.name, str(device.get("name", ""))), slice_obj, index)
+            for slice_obj in pool.slices
+            for index, device in enumerate((slice_obj.get("spec") or {}).get("devices") or ())
+        ]
     return list(pools.values())
 
 
@@ -135,3 +158,61 @@ def _invalid_reason(pool: Pool) -> str | None:
                 return f"duplicate device name {name}"
             seen.add(name)
     return None
+
+
+class SliceIndex:
+    """Each node's pools, kept across cycles while the slices stay the same objects in the same order.
+
+    The informer hands a new object for every changed slice, so comparing the slice list by
+    identity (cheap) tells whether anything changed. When something did, only the nodes whose
+    own slices changed gather their pools again (all of them if a slice for several nodes
+    changed); a pool's device IDs are built once with it. Nodes are matched by name, and also
+    by object when slices for several nodes exist (their node selectors read the node's labels).
+    """
+
+    def __init__(self) -> None:
+        self._slices: list[KubeObject] = []
+        self._node_local: dict[str, list[KubeObject]] = {}
+        """Slices for one node by name (most of them): a node reads its own, not every node's."""
+        self._shared: list[KubeObject] = []
+        """Slices for ``allNodes``, a ``nodeSelector`` (or that say nothing: skipped per node)."""
+        self._pools: dict[str, tuple[KubeObject, list[Pool]]] = {}
+        """Node name -> (the node object the pools were gathered for, its pools)."""
+
+    def refresh(self, slices: Sequence[KubeObject]) -> None:
+        """Take the cycle's slices; the cached pools of nodes whose slices changed are dropped."""
+        if len(slices) == len(self._slices) and all(map(operator.is_, slices, self._slices)):
+            return
+        node_local: dict[str, list[KubeObject]] = {}
+        shared: list[KubeObject] = []
+        for slice_obj in slices:
+            node_name = (slice_obj.get("spec") or {}).get("nodeName")
+            if node_name:
+                node_local.setdefault(str(node_name), []).append(slice_obj)
+            else:
+                shared.append(slice_obj)
+        if not _same(shared, self._shared):
+            self._pools.clear()
+        else:
+            changed = [
+                name
+                for name in self._pools
+                if not _same(node_local.get(name, []), self._node_local.get(name, []))
+            ]
+            for name in changed:
+                del self._pools[name]
+        self._slices, self._node_local, self._shared = list(slices), node_local, shared
+
+    def pools(self, node: KubeObject) -> list[Pool]:
+        """The pools of devices the node can reach (``gather_pools``; a refusal is raised each time)."""
+        name = str((node.get("metadata") or {}).get("name", ""))
+        cached = self._pools.get(name)
+        if cached is not None and (not self._shared or cached[0] is node):
+            return cached[1]
+        pools = gather_pools([*self._shared, *self._node_local.get(name, ())], node)
+        self._pools[name] = (node, pools)
+        return pools
+
+
+def _same(these: Sequence[KubeObject], those: Sequence[KubeObject]) -> bool:
+    return len(these) == len(those) and all(map(operator.is_, these, those))
