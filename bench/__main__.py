@@ -184,6 +184,25 @@ def parser() -> argparse.ArgumentParser:
         default=2,
         help="open-loop runs per scheduler, class and size (ABBA order; latencies pooled)",
     )
+    p.add_argument(
+        "--placement-nodes", type=int, default=100, help="nodes of the placement section's clusters"
+    )
+    p.add_argument("--placement-vms", type=int, default=500, help="VMs the placement section places per run")
+    p.add_argument(
+        "--placement-bursts", type=int, default=5, help="bursts the placement section's VMs arrive in"
+    )
+    p.add_argument(
+        "--placement-burst-seconds",
+        type=float,
+        default=5.0,
+        help="seconds each placement burst is spread over",
+    )
+    p.add_argument(
+        "--placement-burst-pause",
+        type=float,
+        default=10.0,
+        help="seconds between one placement burst all bound and the next",
+    )
     p.add_argument("--qps", type=float, default=5000.0, help="client QPS of both schedulers")
     p.add_argument("--burst", type=int, default=5000, help="client burst of both schedulers")
     p.add_argument("--repeats", type=int, default=2, help="runs per scheduler and size (ABBA order)")
@@ -304,6 +323,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser().error(
             f"--control-plane-gogc must be 0 (Go's default) or more, not {args.control_plane_gogc}"
         )
+    if not 1 <= args.placement_bursts <= args.placement_vms or args.placement_nodes < 1:
+        parser().error(
+            f"--placement-nodes {args.placement_nodes}, --placement-vms {args.placement_vms}, "
+            f"--placement-bursts {args.placement_bursts}: give at least one node and 1 to VMs bursts"
+        )
+    if args.placement_burst_seconds < 0 or args.placement_burst_pause < 0:
+        parser().error("--placement-burst-seconds and --placement-burst-pause must be 0 or more")
     pairs = sorted(zip(sizes, pods, strict=True))  # the cluster only grows
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     workdir = args.workdir or Path(os.environ.get("TMPDIR", "/tmp")) / "secsched-bench" / stamp
@@ -336,6 +362,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         open_loop_max_rate=max(0.0, args.open_loop_max_rate),
         open_loop_pods=max(1, args.open_loop_pods),
         open_loop_repeats=max(1, args.open_loop_repeats),
+        placement_nodes=args.placement_nodes,
+        placement_vms=args.placement_vms,
+        placement_bursts=args.placement_bursts,
+        placement_burst_seconds=args.placement_burst_seconds,
+        placement_burst_pause=args.placement_burst_pause,
     )
     output = None if args.output == "-" else Path(args.output)
     markdown = run(

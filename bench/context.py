@@ -72,6 +72,17 @@ class BenchOptions:
     """...and during its open-loop runs: to find where their time goes, not for the measured run (the
     sampler's own CPU competes with the measured processes on a small machine)."""
 
+    placement_nodes: int = 100
+    """Nodes of the placement section's clusters (its own, one per run)."""
+    placement_vms: int = 500
+    placement_bursts: int = 5
+    """The placement section's VMs arrive in this many bursts of nearly equal size..."""
+    placement_burst_seconds: float = 5.0
+    """...each spread over this many seconds..."""
+    placement_burst_pause: float = 10.0
+    """...the next this many seconds after the previous one was all bound (so the schedulers'
+    Prometheus has scraped its load)."""
+
     def pods_for(self, nodes: int) -> int:
         return self.pods[self.sizes.index(nodes)]
 

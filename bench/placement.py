@@ -1,105 +1,253 @@
-"""Placement quality of the three load-aware plugins: ours against upstream scheduler-plugins.
+"""Placement quality of the load-aware profiles, LoadAwarePacking against its anchors (issue 38).
 
-For each plugin, both schedulers run the same profile (that plugin alone at score) on a
-fresh cluster with the same nodes and starting load, and place the same VMs arriving in
-the same order; what the nodes' real load looks like afterwards is compared. This section
-brings its own clusters (with Prometheus), so it runs once, at the first cluster size.
+Every run is one profile on one scheduler, on a fresh cluster (with Prometheus) of the same
+nodes and starting load, placing the same VMs arriving in the same bursts; what the nodes' real
+load looks like afterwards is compared. The runs: ours' LoadAwarePacking
+(examples/replay/ours.yaml, the recommended profile); the three Trimaran plugins, each alone at
+score, on upstream scheduler-plugins' binary and on ours; the Koordinator-like profile
+(bench/koordinatorlike.py) on ours; kube-scheduler's default profile (the cluster's own
+upstream kube-scheduler). This section brings its own clusters, so it runs once, at the first
+cluster size of the run; its size is ``--placement-nodes``, ``--placement-vms`` and
+``--placement-bursts``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
+
+import yaml
 
 from bench import report
 from bench.context import BenchContext, BenchOptions
+from bench.machine import REPOSITORY
+from bench.placement_report import HEADER, Outcome, agreement, table, targets
 from bench.runinfo import RunInfo
 from secsched_devtools.cluster.localcluster import LocalCluster
 from secsched_devtools.cluster.schedulers import OURS, UPSTREAM, single_plugin_config, start_scheduler
-from secsched_devtools.demo.run import run_workload
+from secsched_devtools.demo.run import RunResult, run_workload
 from secsched_devtools.demo.scenario import Scenario
 from secsched_devtools.demo.workload import vm_fleet
-from secsched_devtools.quality import Quality
 
-PLUGIN_ARGS = {
-    "TargetLoadPacking": '          targetUtilization: 70\n          defaultRequestsMultiplier: "1"\n',
+SEED = 11
+TARGET = 70
+"""The count's target, in percent: LoadAwarePacking's and TargetLoadPacking's targetUtilization."""
+KUBE_DEFAULT = "kube-scheduler"
+"""The default profile's scheduler: the cluster's upstream kube-scheduler (`default-scheduler`)."""
+LOAD_AWARE_PACKING = "LoadAwarePacking"
+TRIMARAN_ARGS = {
+    "TargetLoadPacking": f'          targetUtilization: {TARGET}\n          defaultRequestsMultiplier: "1"\n',
     "LoadVariationRiskBalancing": "",
     "LowRiskOverCommitment": "",
 }
-SCENARIO = Scenario(nodes=12, vms=30, web_pods=0, arrival_seconds=30.0, seed=11)
+EXAMPLES = REPOSITORY / "examples" / "replay"
+
+
+@dataclass(frozen=True)
+class Run:
+    """One profile on one scheduler: ``config`` makes its KubeSchedulerConfiguration from the
+    cluster's Prometheus address (None: the cluster's default scheduler places the VMs)."""
+
+    profile: str
+    scheduler: str
+    config: Callable[[str], str] | None
+    extra_args: tuple[str, ...] = ()
+
+
+def example_config(name: str) -> Callable[[str], str]:
+    """An example profile of examples/replay/ with its metricProvider pointed at ``prometheus``."""
+
+    def config(prometheus: str) -> str:
+        document = yaml.safe_load((EXAMPLES / name).read_text())
+        for profile in document["profiles"]:
+            for entry in profile.get("pluginConfig", []):
+                provider = entry.get("args", {}).get("metricProvider")
+                if provider is not None:
+                    provider["address"] = prometheus
+        return str(yaml.safe_dump(document, sort_keys=False))
+
+    return config
+
+
+def trimaran_config(plugin: str) -> Callable[[str], str]:
+    return lambda prometheus: single_plugin_config(plugin, prometheus, TRIMARAN_ARGS[plugin])
+
+
+RUNS = (
+    Run(LOAD_AWARE_PACKING, OURS, example_config("ours.yaml")),
+    *(Run(plugin, kind, trimaran_config(plugin)) for plugin in TRIMARAN_ARGS for kind in (UPSTREAM, OURS)),
+    Run(
+        "Koordinator-like",
+        OURS,
+        example_config("koordinator-like.yaml"),
+        ("--plugin", "bench.koordinatorlike:LoadAwareScheduling"),
+    ),
+    Run("default", KUBE_DEFAULT, None),
+)
+
+
+def bursts(vms: list[dict[str, Any]], count: int) -> list[list[dict[str, Any]]]:
+    """``vms`` in ``count`` bursts of nearly equal size, in order (the first ones one larger)."""
+    if count <= 0 or count > len(vms):
+        raise ValueError(f"placement bursts={count}: give 1 to the number of VMs ({len(vms)})")
+    size, extra = divmod(len(vms), count)
+    result, start = [], 0
+    for index in range(count):
+        end = start + size + (1 if index < extra else 0)
+        result.append(vms[start:end])
+        start = end
+    return result
 
 
 @dataclass
 class PlacementSection:
     options: BenchOptions
     name: str = "placement"
-    title: str = "Placement quality of the load-aware plugins"
-    results: dict[str, dict[str, Quality]] = field(default_factory=dict)
+    title: str = "Placement quality of the load-aware profiles"
+    results: list[Outcome] = field(default_factory=list)
+
+    @property
+    def scenario(self) -> Scenario:
+        return Scenario(
+            nodes=self.options.placement_nodes,
+            vms=self.options.placement_vms,
+            web_pods=0,
+            arrival_seconds=self.options.placement_burst_seconds,
+            seed=SEED,
+            target=TARGET,
+        )
 
     async def measure(self, context: BenchContext) -> None:
         if self.results:
             return  # measured once, on clusters of its own
-        vms = vm_fleet(SCENARIO.vms, SCENARIO.seed)
-        for plugin in PLUGIN_ARGS:
-            for kind in (UPSTREAM, OURS):
-                context.log(f"placement: {plugin}, {kind}")
-                quality = await self._one(
-                    plugin, kind, vms, self.options.workdir / "placement" / plugin / kind
-                )
-                self.results.setdefault(plugin, {})[kind] = quality
-        raw = {plugin: {kind: asdict(q) for kind, q in runs.items()} for plugin, runs in self.results.items()}
-        (self.options.workdir / "placement.json").write_text(json.dumps(raw, indent=1))
+        scenario = self.scenario
+        waves = bursts(vm_fleet(scenario.vms, scenario.seed), self.options.placement_bursts)
+        for run in RUNS:
+            context.log(f"placement: {run.profile}, {run.scheduler}")
+            directory = self.options.workdir / "placement" / f"{run.profile}-{run.scheduler}"
+            self.results.append(await self._one(run, scenario, waves, directory, context))
+            raw = [asdict(outcome) for outcome in self.results]
+            (self.options.workdir / "placement.json").write_text(json.dumps(raw, indent=1))
 
-    async def _one(self, plugin: str, kind: str, vms: list[dict[str, object]], directory: Path) -> Quality:
-        cluster = LocalCluster(SCENARIO.cluster_options(f"bench-placement-{kind}"))
+    async def _one(
+        self,
+        run: Run,
+        scenario: Scenario,
+        waves: list[list[dict[str, Any]]],
+        directory: Path,
+        context: BenchContext,
+    ) -> Outcome:
+        cluster = LocalCluster(scenario.cluster_options(f"bench-placement-{run.scheduler}"))
         await asyncio.to_thread(cluster.up)
         try:
-            config = single_plugin_config(plugin, cluster.prometheus_url, PLUGIN_ARGS[plugin])
-            scheduler = await asyncio.to_thread(start_scheduler, kind, config, cluster.kubeconfig, directory)
-            try:
-                result = await run_workload(
-                    cluster, kind, vms, [], SCENARIO.arrival_seconds, SCENARIO.target, lambda _: None
+            scheduler = None
+            if run.config is not None:
+                config = run.config(cluster.prometheus_url)
+                scheduler = await asyncio.to_thread(
+                    start_scheduler,
+                    run.scheduler,
+                    config,
+                    cluster.kubeconfig,
+                    directory,
+                    None,
+                    run.extra_args,
                 )
+            else:
+                waves = [[_to_default_scheduler(vm) for vm in wave] for wave in waves]
+            try:
+                results = await self._waves(cluster, run, scenario, waves, context)
             finally:
-                await asyncio.to_thread(scheduler.stop)
+                if scheduler is not None:
+                    await asyncio.to_thread(scheduler.stop)
         finally:
             await asyncio.to_thread(cluster.down, True)
-        assert result.quality is not None
-        return result.quality
+        first, last = results[0], results[-1]
+        return Outcome(
+            profile=run.profile,
+            scheduler=run.scheduler,
+            before={node: cpu for node, (cpu, _) in first.before.items()},
+            after={node: cpu for node, (cpu, _) in last.after.items()},
+            placements=last.placements,
+            seconds=sum(result.seconds for result in results),
+        )
+
+    async def _waves(
+        self,
+        cluster: LocalCluster,
+        run: Run,
+        scenario: Scenario,
+        waves: list[list[dict[str, Any]]],
+        context: BenchContext,
+    ) -> list[RunResult]:
+        """Each burst over ``arrival_seconds``, bound, then the pause before the next one."""
+        results = []
+        label = f"{run.profile}/{run.scheduler}"
+        for index, wave in enumerate(waves):
+            if index:
+                await asyncio.sleep(self.options.placement_burst_pause)  # the arrival schedule
+            results.append(
+                await run_workload(
+                    cluster, label, wave, [], scenario.arrival_seconds, scenario.target, lambda _: None
+                )
+            )
+            context.log(f"  {label}: burst {index + 1}/{len(waves)} bound")
+        return results
 
     def render(self, run: RunInfo) -> str:
+        scenario = self.scenario
+        options = self.options
         lines = [
             f"## {self.title}",
             "",
             run.measured(),
             "",
-            f"{SCENARIO.nodes} KWOK nodes (8, 16 and 32 cores) with uneven starting load "
-            f"(seed {SCENARIO.seed}), {SCENARIO.vms} KubeVirt-style VM launcher pods arriving over "
-            f"{SCENARIO.arrival_seconds:.0f} s; each VM's real CPU use is above its request (see "
-            "[the load model](local-cluster.md#the-load-model)). Each plugin is the only score plugin of "
-            "the profile, and both schedulers "
-            f"query the same Prometheus. Target for the counts: {SCENARIO.target} %. Every measure is "
-            "better lower, except *nodes in use*, which TargetLoadPacking wants low and the other two do "
-            "not aim at.",
+            f"{scenario.nodes} KWOK nodes (8, 16 and 32 cores) with uneven starting load "
+            f"(seed {scenario.seed}: each node's CPU one of 5-90 %, so some start above the target), "
+            f"{scenario.vms} KubeVirt-style VM launcher pods (seed {scenario.seed}) arriving in "
+            f"{options.placement_bursts} bursts, each over {scenario.arrival_seconds:.0f} s, the next "
+            f"{options.placement_burst_pause:.0f} s after the previous one was all bound (and 6 s of "
+            "scrapes); each VM's real CPU use is above its request (see "
+            "[the load model](local-cluster.md#the-load-model)). Every run is a fresh cluster whose "
+            "Prometheus scrapes every 2 s. Profiles: LoadAwarePacking is `examples/replay/ours.yaml`; "
+            "each Trimaran plugin is the only score plugin of its profile (TargetLoadPacking with "
+            f"targetUtilization {TARGET}, defaultRequestsMultiplier 1; the others upstream's default "
+            "args), on upstream scheduler-plugins' binary and on ours; Koordinator-like is "
+            "`examples/replay/koordinator-like.yaml` with bench/koordinatorlike.py on ours; *default* is "
+            "the cluster's upstream kube-scheduler with its default profile. Target for the counts: "
+            f"{TARGET} %.",
+            "",
+            report.table(HEADER, table(self.results, TARGET)),
             "",
         ]
-        for plugin, by_kind in self.results.items():
-            upstream, ours = by_kind[UPSTREAM], by_kind[OURS]
-            theirs, mine = upstream.values(), ours.values()
-            shown_theirs, shown_mine = upstream.as_row(), ours.as_row()
-            rows = [
-                [key, shown_theirs[key], shown_mine[key], _ratio(mine[key], theirs[key])] for key in theirs
-            ]
-            header = ["measure", "upstream", "ours", "ours / upstream"]
-            lines += [f"### {plugin}", "", report.table(header, rows)]
+        lines += self._agreement() + self._targets()
         lines.append("Raw numbers: `placement.json` in the run's working directory.")
         return "\n".join(lines)
 
+    def _agreement(self) -> list[str]:
+        lines = ["Ours against upstream's binary, per Trimaran plugin:", ""]
+        for plugin in TRIMARAN_ARGS:
+            pair = {o.scheduler: o for o in self.results if o.profile == plugin}
+            if UPSTREAM in pair and OURS in pair:
+                lines.append(f"- {plugin}: {agreement(pair[UPSTREAM], pair[OURS], TARGET)}.")
+        return [*lines, ""]
 
-def _ratio(ours: float, upstream: float) -> str:
-    """ours / upstream; equal values (both 0 too) are 1.00×, and x / 0 has no ratio."""
-    if ours == upstream:
-        return "1.00×"
-    return f"{ours / upstream:.2f}×" if upstream else "–"
+    def _targets(self) -> list[str]:
+        ours = next((o for o in self.results if o.profile == LOAD_AWARE_PACKING), None)
+        if ours is None:
+            return []
+        anchors = [o for o in self.results if o.profile != LOAD_AWARE_PACKING]
+        lines = ["Issue 38's targets for LoadAwarePacking:", ""]
+        for verdict in targets(ours, anchors, TARGET):
+            lines.append(f"- {verdict.name}: {'met' if verdict.met else 'not met'}, {verdict.detail}.")
+        return [*lines, ""]
+
+
+def _to_default_scheduler(pod: dict[str, Any]) -> dict[str, Any]:
+    copied = copy.deepcopy(pod)
+    copied["spec"]["schedulerName"] = "default-scheduler"
+    return copied
