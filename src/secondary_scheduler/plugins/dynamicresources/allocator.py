@@ -396,10 +396,26 @@ class Allocator:
         self._same_on_every_node: tuple[dict[_RequestKey, _Request], list[int]] | None = None
         """The validated requests and their counts per claim, once found to read no node's pools
         (no ``All`` request): the search only reads them, so every node's search shares them."""
+        self._without_pools: tuple[Placement | None] | None = None
+        """The outcome on a node no pool reaches, once known: the same on every such node."""
 
     def allocate(self, node: KubeObject) -> list[dict[str, Any]] | None:
         """One AllocationResult per claim if they all fit on ``node``, else None."""
+        placement = self.place(node)
+        return None if placement is None else placement.results()
+
+    def place(self, node: KubeObject) -> Placement | None:
+        """The devices the claims get on ``node`` if they all fit, else None (``allocate`` without
+        building the AllocationResults: Filter keeps one per node and Reserve reads one)."""
         pools = self.slice_index.pools(node)
+        if not pools and self._without_pools is not None:
+            return self._without_pools[0]
+        placement = self._search(node, pools)
+        if not pools:
+            self._without_pools = (placement,)
+        return placement
+
+    def _search(self, node: KubeObject, pools: list[Pool]) -> Placement | None:
         search = _Search(self.claims, pools, self.allocated, self.selector_results)
         if self._same_on_every_node is not None:
             search.requests, search.request_counts = self._same_on_every_node
@@ -415,7 +431,9 @@ class Allocator:
                 self._same_on_every_node = (search.requests, search.request_counts)
         if not search.run():
             return None
-        return [self._result(search, index, claim, node) for index, claim in enumerate(self.claims)]
+        node_name = str((node.get("metadata") or {}).get("name", ""))
+        selectors = [_node_selector(chosen, node_name) for chosen in search.chosen]
+        return Placement(self, search, selectors)
 
     def _add_requests(self, search: _Search, claim_index: int, claim: KubeObject) -> int:
         """Validate the claim's requests into ``search.requests``; how many there are."""
@@ -546,8 +564,8 @@ class Allocator:
             constraints.append(_Constraint(frozenset(constraint.get("requests") or ()), str(attribute)))
         return constraints
 
-    def _result(
-        self, search: _Search, claim_index: int, claim: KubeObject, node: KubeObject
+    def allocation_result(
+        self, search: _Search, claim_index: int, claim: KubeObject, node_selector: dict[str, Any] | None
     ) -> dict[str, Any]:
         results = []
         for chosen in search.chosen[claim_index]:
@@ -565,11 +583,8 @@ class Allocator:
         if config:
             devices["config"] = config
         allocation: dict[str, Any] = {"devices": devices}
-        selector = _node_selector(
-            search.chosen[claim_index], str((node.get("metadata") or {}).get("name", ""))
-        )
-        if selector is not None:
-            allocation["nodeSelector"] = selector
+        if node_selector is not None:
+            allocation["nodeSelector"] = node_selector
         return allocation
 
     @staticmethod
@@ -604,6 +619,23 @@ class Allocator:
                 if base in names or (request.parent is not None and request.full_name in names):
                     config.append(dict(from_claim))
         return config
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where the claims fit on one node: the search's choices, and each claim's node selector
+    (found with the choices: a slice selector upstream cannot express fails the node's Filter)."""
+
+    allocator: Allocator
+    search: _Search
+    node_selectors: list[dict[str, Any] | None]
+
+    def results(self) -> list[dict[str, Any]]:
+        """One AllocationResult per claim (as the API spells it), built anew on each call."""
+        return [
+            self.allocator.allocation_result(self.search, index, claim, self.node_selectors[index])
+            for index, claim in enumerate(self.allocator.claims)
+        ]
 
 
 def _without(entry: Mapping[str, Any], key: str) -> dict[str, Any]:

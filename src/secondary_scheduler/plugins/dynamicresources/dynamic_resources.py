@@ -62,6 +62,7 @@ from secondary_scheduler.plugins.dynamicresources.allocator import (
     AllocationError,
     Allocator,
     DeviceID,
+    Placement,
     SelectorResults,
     allocated_device_ids,
 )
@@ -106,7 +107,8 @@ class _CycleData:
     allocator: Allocator | None = None
     to_allocate: list[int] = field(default_factory=list)
     """Indices of the claims without an allocation."""
-    node_allocations: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    placements: dict[str, Placement] = field(default_factory=dict)
+    """Node -> where the claims fit on it (its AllocationResults are built for the chosen node)."""
     unavailable: set[int] = field(default_factory=set)
     """Claims whose allocation kept the pod off some node (PostFilter may free them)."""
     reserved: list[tuple[str, KubeObject]] = field(default_factory=list)
@@ -123,12 +125,17 @@ class AllocationNote:
     plugin: str
     claims: list[str]
     """The keys of the claims to allocate, in the order of each node's AllocationResults."""
-    by_node: dict[str, list[dict[str, Any]]]
-    """Node -> one AllocationResult per claim (the cycle's own ``node_allocations``)."""
+    placements: dict[str, Placement]
+    """Node -> where the claims fit on it (the cycle's own ``placements``)."""
     cannot_allocate: list[KubeObject] = field(default_factory=list)
     """The nodes Filter found the claims do not fit on (the cycle's own list)."""
     view: ClaimsView | None = None
     """What the allocator saw, to say why for each of those (only when the note is printed)."""
+
+    @property
+    def by_node(self) -> dict[str, list[dict[str, Any]]]:
+        """Node -> one AllocationResult per claim."""
+        return {node: placement.results() for node, placement in self.placements.items()}
 
     def requests_by_node(self) -> dict[str, list[list[str]]]:
         """Node -> per claim, the request of each device it gets, sorted (how many per request)."""
@@ -139,14 +146,15 @@ class AllocationNote:
 
     def lines(self) -> list[str]:
         lines = []
-        for node in sorted(self.by_node):
+        by_node = self.by_node
+        for node in sorted(by_node):
             claims = (
                 f"{claim}: "
                 + ", ".join(
                     f"{r.get('request')}={r.get('driver')}/{r.get('pool')}/{r.get('device')}"
                     for r in _device_results(result)
                 )
-                for claim, result in zip(self.claims, self.by_node[node], strict=True)
+                for claim, result in zip(self.claims, by_node[node], strict=True)
             )
             lines.append(f"{node}: {'; '.join(claims)}")
         if self.view is not None:
@@ -271,7 +279,7 @@ class DynamicResources(
                 return Status.unschedulable(str(error), unresolvable=True)
             keys = [claim_key(data.claims[index]) for index in data.to_allocate]
             view = ClaimsView(to_allocate, self.classes.get, slices, in_use, self.selector_results)
-            state.add_note(AllocationNote(self.name, keys, data.node_allocations, data.cannot_allocate, view))
+            state.add_note(AllocationNote(self.name, keys, data.placements, data.cannot_allocate, view))
         return SUCCESS
 
     def _check_classes(self, claim: KubeObject) -> Status | None:
@@ -313,19 +321,18 @@ class DynamicResources(
             node = table.objects[slot]
             if node is None:
                 continue
+            placement = None
             if data.allocator is not None:
                 try:
-                    results = data.allocator.allocate(node)
+                    placement = data.allocator.place(node)
                 except AllocationError as error:
                     raise DynamicResourcesFilterError(
                         f'running "{self.name}" filter plugin: {error}'
                     ) from error
-                if results is None:
+                if placement is None:
                     cannot[position] = True
                     data.cannot_allocate.append(node)
                     continue
-            else:
-                results = []
             missing = [
                 index
                 for index, selector in enumerate(data.available_on)
@@ -335,8 +342,8 @@ class DynamicResources(
                 data.unavailable.update(missing)
                 unavailable[position] = True
                 continue
-            if data.allocator is not None:
-                data.node_allocations[table.names[slot]] = results
+            if placement is not None:
+                data.placements[table.names[slot]] = placement
         return [
             Rejection(cannot, CANNOT_ALLOCATE, unresolvable=True),
             Rejection(unavailable, NOT_AVAILABLE, unresolvable=True),
@@ -377,9 +384,10 @@ class DynamicResources(
             return Status.error(f'reading "{_STATE_KEY}" from cycle state: not found')
         if data.allocator is None:
             return SUCCESS
-        results = data.node_allocations.get(node_name)
-        if results is None:
+        placement = data.placements.get(node_name)
+        if placement is None:
             return Status.error("claim allocation not found for node")
+        results = placement.results()
         if len(results) != len(data.to_allocate):
             return Status.error(
                 f"internal error, have {len(results)} allocations, {len(data.to_allocate)} claims to allocate"

@@ -11,7 +11,7 @@ never in the scheduler's own cycles.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -114,7 +114,7 @@ class ClaimsView:
         class_selectors = (device_class.get("spec") or {}).get("selectors") or ()
         own_selectors = spec.get("selectors") or ()
         of_class = matching = free = 0
-        for device_id, slice_obj, index in _devices(pools):
+        for device_id, slice_obj, index in (device for pool in pools for device in pool.devices):
             verdict = _selected(class_selectors, slice_obj, index, self.selector_results)
             if verdict is True:
                 of_class += 1
@@ -133,13 +133,6 @@ class ClaimsView:
         if matching != free:
             found += f", {matching - free} of those allocated to other claims"
         return fits, f"{label}: wants {wanted} device(s) of class {class_name}; {found}"
-
-
-def _devices(pools: Iterable[Pool]) -> Iterable[tuple[DeviceID, KubeObject, int]]:
-    for pool in pools:
-        for slice_obj in pool.slices:
-            for index, device in enumerate((slice_obj.get("spec") or {}).get("devices") or ()):
-                yield DeviceID(pool.driver, pool.name, str(device.get("name", ""))), slice_obj, index
 
 
 def _selected(
