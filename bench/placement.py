@@ -26,9 +26,11 @@ import yaml
 from bench import report
 from bench.context import BenchContext, BenchOptions
 from bench.machine import REPOSITORY
-from bench.placement_report import HEADER, Outcome, agreement, table, targets
+from bench.placement_report import HEADER, Outcome, agreement, busy_share, table, targets
 from bench.runinfo import RunInfo
+from secondary_scheduler.kube.quantity import milli_value
 from secsched_devtools.cluster.localcluster import LocalCluster
+from secsched_devtools.cluster.nodes import plan_nodes
 from secsched_devtools.cluster.schedulers import OURS, UPSTREAM, single_plugin_config, start_scheduler
 from secsched_devtools.demo.run import RunResult, run_workload
 from secsched_devtools.demo.scenario import Scenario
@@ -222,11 +224,28 @@ class PlacementSection:
             f"{TARGET} %.",
             "",
             report.table(HEADER, table(self.results, TARGET)),
-            "",
         ]
-        lines += self._agreement() + self._targets()
+        lines += self._fill(scenario) + self._agreement() + self._targets()
         lines.append("Raw numbers: `placement.json` in the run's working directory.")
         return "\n".join(lines)
+
+    def _fill(self, scenario: Scenario) -> list[str]:
+        """How full the VMs leave the cluster: near the target, no placement keeps every node under it."""
+        if not self.results:
+            return []
+        cores = {
+            node["metadata"]["name"]: milli_value(node["status"]["capacity"]["cpu"]) / 1000
+            for node in plan_nodes(scenario.nodes, None, scenario.zones)
+        }
+        before = busy_share(self.results[0].before, cores)
+        after = [busy_share(outcome.after, cores) for outcome in self.results]
+        low, high = (f"{100 * share:.0f}" for share in (min(after), max(after)))
+        span = low if low == high else f"{low}-{high}"
+        return [
+            f"The cluster's CPU (every node's load weighted by its cores) is {100 * before:.0f} % busy "
+            f"before the VMs and {span} % after them, by run; the target is {TARGET} %.",
+            "",
+        ]
 
     def _agreement(self) -> list[str]:
         lines = ["Ours against upstream's binary, per Trimaran plugin:", ""]

@@ -42,6 +42,12 @@ class Outcome:
         }
 
 
+def busy_share(cpu: Mapping[str, float], cores: Mapping[str, float]) -> float:
+    """The cluster's CPU use as a share of its capacity: each node's ratio weighted by its cores."""
+    total = sum(cores[node] for node in cpu)
+    return sum(ratio * cores[node] for node, ratio in cpu.items()) / total if total else 0.0
+
+
 @dataclass(frozen=True)
 class Verdict:
     name: str

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from bench.placement import bursts
-from bench.placement_report import HEADER, Outcome, agreement, table, targets
+from bench.placement_report import HEADER, Outcome, agreement, busy_share, table, targets
 
 BEFORE = {"a": 0.20, "b": 0.50, "c": 0.80}
 
@@ -57,3 +57,7 @@ def test_agreement_counts_vms_on_the_same_node() -> None:
     upstream = outcome("TargetLoadPacking", {"a": 0.5}, {"vm1": "a", "vm2": "b"}, "upstream")
     ours = outcome("TargetLoadPacking", {"a": 0.5}, {"vm1": "a", "vm2": "a"})
     assert agreement(upstream, ours, 70).startswith("50% of VMs on the same node")
+
+
+def test_busy_share_weighs_nodes_by_their_cores() -> None:
+    assert busy_share({"a": 0.5, "b": 0.8}, {"a": 8, "b": 32}) == pytest.approx((4 + 25.6) / 40)
