@@ -7,6 +7,11 @@ from pathlib import Path
 
 from secondary_scheduler.kube.client import MAX_REQUEST_CONNECTIONS
 
+REQUEST_CLIENTS = 4
+"""The API clients a soaked scheduler sends requests with: the scheduler's, the Event recorder's
+(scheduler/app.py), and delegated authentication's and authorization's (the probe's task-dump
+requests are reviewed; scheduler/delegatedauth.py). Leader election's is idle: election is off."""
+
 
 @dataclass(frozen=True)
 class Bounds:
@@ -26,11 +31,11 @@ class Bounds:
     and go; a task left behind per pod or per watch restart would add hundreds."""
     watch_growth: float = 0.0
     """Most watch loops (reflector tasks) open in the last window, minus the first: a fixed set."""
-    connections_beyond_watches: float = float(MAX_REQUEST_CONNECTIONS)
-    """Most TCP connections to the API server beyond one per watch loop: the client's request pool
-    (`MAX_REQUEST_CONNECTIONS`), which opens connections as bursts need them and keeps them. A
-    watch whose connection outlived it would add one each time a watch restarts (every 5-10
-    minutes per resource), past the pool's size within the hour."""
+    connections_beyond_watches: float = float(REQUEST_CLIENTS * MAX_REQUEST_CONNECTIONS)
+    """Most TCP connections to the API server beyond one per watch loop: the request pools of ours'
+    API clients (``REQUEST_CLIENTS``, each up to `MAX_REQUEST_CONNECTIONS`, opened as bursts need
+    them and kept). A watch whose connection outlived it would add one each time a watch restarts
+    (every 5-10 minutes for each of the 18 resources), past this within the hour."""
     fd_growth: float = 8.0
     """Median open files other than the API server connections, last window minus first."""
     latency_ratio: float = 2.0
