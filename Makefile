@@ -59,12 +59,12 @@ bench: binaries
 
 # Faults during a burst, ours then upstream's: docs/reliability.md's Chaos section.
 chaos: binaries
-	$(BIN)/python -m secsched_devtools.chaos $(CHAOS_ARGS)
+	$(BIN)/python -m bench.chaos $(CHAOS_ARGS)
 
 # An hour of churn against ours, sampled for growth: docs/reliability.md's Soak section.
 # `make soak SOAK_ARGS="--duration 5m"` for a shorter run (it writes the section too).
 soak: binaries
-	$(BIN)/python -m secsched_devtools.soak --docs $(SOAK_ARGS)
+	$(BIN)/python -m bench.soak --docs $(SOAK_ARGS)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -1,7 +1,7 @@
 """`make chaos` in small: each fault once during a burst of a couple of hundred pods, on a cluster
 of its own, and ours breaks no invariant.
 
-The run is `secsched_devtools.chaos.run.run_scheduler`, exactly what `make chaos` runs at full
+The run is `bench.chaos.run.run_scheduler`, exactly what `make chaos` runs at full
 size (there for ours and upstream's, with recovery figures in docs/reliability.md): two replicas
 of ours under leader election scheduling plain, spread, anti-affinity, WaitForFirstConsumer-claim,
 gang and preempting pods with the load-aware profile, while the API server is killed and
@@ -16,12 +16,12 @@ import datetime
 from pathlib import Path
 
 import pytest
+from bench.chaos import faults
+from bench.chaos.invariants import Recovery
+from bench.chaos.run import ChaosOptions, run_scheduler
 
 from secondary_scheduler.kube.client import ApiClient, ApiError
 from secondary_scheduler.kube.wait import wait_for
-from secsched_devtools.chaos import faults
-from secsched_devtools.chaos.invariants import Recovery
-from secsched_devtools.chaos.run import ChaosOptions, run_scheduler
 from secsched_devtools.cluster.localcluster import LocalCluster
 from secsched_devtools.cluster.schedulers import OURS
 from tests.cluster.schedulerproc import pod_manifest, running_scheduler

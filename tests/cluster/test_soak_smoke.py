@@ -11,10 +11,9 @@ import os
 from pathlib import Path
 
 import pytest
-
-from secsched_devtools.soak.options import SoakOptions
-from secsched_devtools.soak.report import write_samples
-from secsched_devtools.soak.run import soak
+from bench.soak.options import SoakOptions
+from bench.soak.report import write_samples
+from bench.soak.run import soak
 
 pytestmark = pytest.mark.cluster
 

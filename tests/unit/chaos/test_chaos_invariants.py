@@ -8,10 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from bench.chaos import faults, invariants, report, workload
+from bench.chaos.invariants import FinalState
 from bench.workloadclasses import HOSTNAME_KEY, ZONE_KEY, Node
-
-from secsched_devtools.chaos import faults, invariants, report, workload
-from secsched_devtools.chaos.invariants import FinalState
 
 JSON = dict[str, Any]
 

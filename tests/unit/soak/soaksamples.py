@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 
-from secsched_devtools.soak.analysis import MIB
-from secsched_devtools.soak.probe import Buckets, Sample
+from bench.soak.analysis import MIB
+from bench.soak.probe import Buckets, Sample
 
 INF = math.inf
 BOUNDS = (0.001, 0.002, 0.004, 0.008, 0.016, 0.032, INF)

@@ -5,9 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from tests.unit.soak.soaksamples import INF, buckets, steady_run
-
-from secsched_devtools.soak.analysis import (
+from bench.soak.analysis import (
     MIB,
     analyse,
     bucket_difference,
@@ -15,7 +13,8 @@ from secsched_devtools.soak.analysis import (
     slope_per_hour,
     window_seconds,
 )
-from secsched_devtools.soak.options import Bounds
+from bench.soak.options import Bounds
+from tests.unit.soak.soaksamples import INF, buckets, steady_run
 
 
 def test_the_slope_of_a_line_is_its_rate_per_hour() -> None:

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
-from secsched_devtools.soak.__main__ import main, options_from, parser
-from secsched_devtools.soak.options import SoakOptions
+from bench.soak.__main__ import main, options_from, parser
+from bench.soak.options import SoakOptions
 
 
 def test_durations_take_units_and_bounds_reach_the_options() -> None:

@@ -7,10 +7,10 @@ import os
 from pathlib import Path
 
 import pytest
+from bench.soak.probe import established_to, read_metrics, read_tasks, socket_inodes, task_kind
 from prometheus_client import generate_latest
 
 from secondary_scheduler.scheduler.metrics import SchedulerMetrics
-from secsched_devtools.soak.probe import established_to, read_metrics, read_tasks, socket_inodes, task_kind
 
 
 def test_the_metrics_page_gives_scheduled_attempts_the_sli_and_the_queues() -> None:

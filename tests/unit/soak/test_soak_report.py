@@ -7,12 +7,11 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from bench.soak.analysis import analyse
+from bench.soak.churn import Churned
+from bench.soak.options import Bounds, SoakOptions
+from bench.soak.report import RunContext, render, write_samples, write_section
 from tests.unit.soak.soaksamples import steady_run
-
-from secsched_devtools.soak.analysis import analyse
-from secsched_devtools.soak.churn import Churned
-from secsched_devtools.soak.options import Bounds, SoakOptions
-from secsched_devtools.soak.report import RunContext, render, write_samples, write_section
 
 CONTEXT = RunContext("2026-11-28 12:00 UTC", "make soak", "2 CPUs (test)", "abc123", 0.5)
 CHURNED = Churned(

@@ -21,7 +21,6 @@ from bench import storage
 from bench.gang import partial_gangs
 from bench.stats import percentile
 from bench.workloadclasses import check_placement
-
 from secondary_scheduler.kube.client import JSON
 
 SCHEDULED = "Scheduled"

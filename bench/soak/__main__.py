@@ -1,4 +1,4 @@
-"""`python -m secsched_devtools.soak` (`make soak`): churn for an hour, say how flat ours stayed.
+"""`python -m bench.soak` (`make soak`): churn for an hour, say how flat ours stayed.
 
 Exits 1 when a bound is exceeded (the figures say which), 2 on a bad option.
 """
@@ -11,11 +11,11 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from bench.soak.options import Bounds, SoakOptions
+from bench.soak.report import RunContext, render, write_samples, write_section
+from bench.soak.run import soak
 from secsched_devtools.cluster.progress import console
 from secsched_devtools.repo import REPO
-from secsched_devtools.soak.options import Bounds, SoakOptions
-from secsched_devtools.soak.report import RunContext, render, write_samples, write_section
-from secsched_devtools.soak.run import soak
 
 
 def _duration(text: str) -> float:
@@ -35,7 +35,7 @@ def _duration(text: str) -> float:
 def parser() -> argparse.ArgumentParser:
     defaults, bounds = SoakOptions(), Bounds()
     p = argparse.ArgumentParser(
-        prog="python -m secsched_devtools.soak",
+        prog="python -m bench.soak",
         description="Run our scheduler under an hour of churn (pods, KWOK nodes, flapping metrics) on a "
         "local cluster, sample its memory, tasks, watches and latency, and fail on growth.",
     )
@@ -101,7 +101,7 @@ def options_from(args: argparse.Namespace, command: str) -> SoakOptions:
 
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
-    command = " ".join(["python -m secsched_devtools.soak", *map(shlex.quote, arguments)])
+    command = " ".join(["python -m bench.soak", *map(shlex.quote, arguments)])
     p = parser()
     args = p.parse_args(arguments)
     try:

@@ -11,10 +11,10 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from secsched_devtools.chaos import faults
-from secsched_devtools.chaos.invariants import Recovery, by_rule
-from secsched_devtools.chaos.replicas import RESTART_BACKOFF
-from secsched_devtools.chaos.run import ChaosOptions, RunResult
+from bench.chaos import faults
+from bench.chaos.invariants import Recovery, by_rule
+from bench.chaos.replicas import RESTART_BACKOFF
+from bench.chaos.run import ChaosOptions, RunResult
 
 HEADING = "## Chaos: `make chaos`"
 
@@ -48,7 +48,7 @@ def section(
         "",
         'Run it again with `make chaos` (this size by default; `CHAOS_ARGS="--nodes 100 --pods 500 '
         '--repeats 1"` for a short run, `--schedulers ours`, `--faults apiserver-kill,leader-kill`, '
-        "`--seed N`; `python -m secsched_devtools.chaos --help` lists them). Each run's logs and "
+        "`--seed N`; `python -m bench.chaos --help` lists them). Each run's logs and "
         "`chaos.json` (every fault with its times, every violation) go to `out/chaos/`; "
         "`tests/cluster/test_chaos_smoke.py` runs each fault once on 30 nodes in `make test`.",
         "",

@@ -13,11 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.machine import git_commit, load_average, machine
-
-from secsched_devtools.soak.analysis import MIB, Analysis, bucket_difference, quantile
-from secsched_devtools.soak.churn import Churned
-from secsched_devtools.soak.options import SoakOptions
-from secsched_devtools.soak.probe import Sample
+from bench.soak.analysis import MIB, Analysis, bucket_difference, quantile
+from bench.soak.churn import Churned
+from bench.soak.options import SoakOptions
+from bench.soak.probe import Sample
 
 HEADING = "## Soak: `make soak`"
 WARM_UP = (

@@ -33,7 +33,6 @@ from bench.workloadclasses import (
     priority_classes,
     zones_of,
 )
-
 from secondary_scheduler.kube.client import JSON
 from secondary_scheduler.plugins.coscheduling.podgroup import POD_GROUP_LABEL
 

@@ -19,8 +19,8 @@ from typing import Any
 
 import httpx
 import yaml
-from bench.workloadclasses import TARGET_LOAD_PACKING, load_class_config
 
+from bench.workloadclasses import TARGET_LOAD_PACKING, load_class_config
 from secsched_devtools.cluster.schedulers import SchedulerRun, launch, start_scheduler
 from secsched_devtools.repo import example_config
 

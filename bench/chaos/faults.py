@@ -16,10 +16,10 @@ from dataclasses import dataclass
 
 import httpx
 
+from bench.chaos import operator
+from bench.chaos.replicas import Replicas
 from secondary_scheduler.kube.client import ApiClient
 from secondary_scheduler.kube.wait import wait_for
-from secsched_devtools.chaos import operator
-from secsched_devtools.chaos.replicas import Replicas
 from secsched_devtools.cluster.localcluster import PROMETHEUS, PROVISIONER, LocalCluster
 
 APISERVER_KILL = "apiserver-kill"

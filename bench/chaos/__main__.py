@@ -1,4 +1,4 @@
-"""`python -m secsched_devtools.chaos` (`make chaos`): faults during a burst, ours then upstream's,
+"""`python -m bench.chaos` (`make chaos`): faults during a burst, ours then upstream's,
 then docs/reliability.md's Chaos section and a JSON of every figure."""
 
 from __future__ import annotations
@@ -10,12 +10,11 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from bench.chaos import faults
+from bench.chaos.replicas import Election
+from bench.chaos.report import section, write_section
+from bench.chaos.run import ChaosOptions, RunResult, run_scheduler
 from bench.machine import REPOSITORY, git_commit, machine
-
-from secsched_devtools.chaos import faults
-from secsched_devtools.chaos.replicas import Election
-from secsched_devtools.chaos.report import section, write_section
-from secsched_devtools.chaos.run import ChaosOptions, RunResult, run_scheduler
 from secsched_devtools.cluster.schedulers import OURS, UPSTREAM
 
 

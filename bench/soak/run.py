@@ -15,15 +15,15 @@ from dataclasses import dataclass
 import httpx
 import yaml
 
+from bench.soak.analysis import MIB, Analysis, analyse
+from bench.soak.churn import Churned, MetricsFlap, NodeChurn, PodChurn
+from bench.soak.options import SoakOptions
+from bench.soak.probe import Probe, Sample
+from bench.soak.workload import SCHEDULER_NAME
 from secsched_devtools.cluster.localcluster import ClusterOptions, LocalCluster
 from secsched_devtools.cluster.progress import format_elapsed
 from secsched_devtools.cluster.schedulers import OURS, SchedulerRun, start_scheduler
 from secsched_devtools.repo import example_config
-from secsched_devtools.soak.analysis import MIB, Analysis, analyse
-from secsched_devtools.soak.churn import Churned, MetricsFlap, NodeChurn, PodChurn
-from secsched_devtools.soak.options import SoakOptions
-from secsched_devtools.soak.probe import Probe, Sample
-from secsched_devtools.soak.workload import SCHEDULER_NAME
 
 BASE_LOAD = {"default": {"cpu": 0.3, "memory": 0.3, "noise": 0.05}, "podFactor": 1.0}
 NODE_LEASE_SECONDS = 600

@@ -72,7 +72,7 @@ class SoakOptions:
     """Our scheduler's config and log, and the samples (samples.csv)."""
     docs: Path | None = None
     """docs/reliability.md to write the figures into (its Soak section only); None: print them."""
-    command: str = "python -m secsched_devtools.soak"
+    command: str = "python -m bench.soak"
     """How the run was started, for the report."""
     bounds: Bounds = field(default_factory=Bounds)
 

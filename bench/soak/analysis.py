@@ -11,8 +11,8 @@ import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from secsched_devtools.soak.options import Bounds
-from secsched_devtools.soak.probe import Buckets, Sample
+from bench.soak.options import Bounds
+from bench.soak.probe import Buckets, Sample
 
 MIB = 1024 * 1024
 WINDOW_SECONDS = 600.0

@@ -12,13 +12,12 @@ import asyncio
 import contextlib
 import time
 
+from bench.chaos.invariants import FinalState
+from bench.chaos.workload import Workload
 from bench.claims import claims_path
 from bench.gang import members_of
 from bench.workload import pods_path
-
 from secondary_scheduler.kube.client import JSON, ApiClient, ApiError, ApiUnavailable
-from secsched_devtools.chaos.invariants import FinalState
-from secsched_devtools.chaos.workload import Workload
 from secsched_devtools.cluster import provisioner
 
 

@@ -23,10 +23,10 @@ from collections import Counter, deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+from bench.soak.options import SoakOptions
+from bench.soak.workload import pod_manifest
 from secondary_scheduler.kube.client import ApiClient, ApiError
 from secsched_devtools.cluster.localcluster import LOAD_EXPORTER, PROMETHEUS, LocalCluster
-from secsched_devtools.soak.options import SoakOptions
-from secsched_devtools.soak.workload import pod_manifest
 
 IN_FLIGHT = 32
 """API requests one loop keeps in flight at most."""

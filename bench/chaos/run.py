@@ -29,17 +29,17 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from bench.chaos import faults, invariants, operator, workload
+from bench.chaos.observe import BindingWatch, final_state, list_retrying
+from bench.chaos.replicas import Election, Replicas, chaos_config
 from bench.claims import claims_path
 from bench.gang import podgroups_path
 from bench.workload import pod_manifests, pods_path
 from bench.workloadclasses import nodes_of
-
 from secondary_scheduler.kube.client import JSON, ApiClient, ApiError, ApiUnavailable
 from secondary_scheduler.kube.namespaces import ensure_namespace
 from secondary_scheduler.kube.wait import wait_for
-from secsched_devtools.chaos import faults, invariants, operator, workload
-from secsched_devtools.chaos.observe import BindingWatch, final_state, list_retrying
-from secsched_devtools.chaos.replicas import Election, Replicas, chaos_config
 from secsched_devtools.cluster.localcluster import ClusterOptions, LocalCluster
 from secsched_devtools.cluster.progress import console
 from secsched_devtools.cluster.schedulers import start_scheduler
