@@ -24,19 +24,17 @@ Run as `python -m secsched_devtools.cluster.dradriver --kubeconfig K`.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from secondary_scheduler.kube.client import JSON, ApiClient, ApiError, ApiUnavailable
+from secondary_scheduler.kube.client import JSON, ApiClient, ApiError
 from secondary_scheduler.kube.quantity import QuantityError, parse_quantity
-from secondary_scheduler.kube.reflector import Reflector
-from secondary_scheduler.kube.store import ObjectStore
 from secsched_devtools.cluster.controllerproc import controller_main
 from secsched_devtools.cluster.nodes import KWOK_ANNOTATION, NUMA_ZONES_LABEL
+from secsched_devtools.cluster.watchloop import WatchLoop
 
 log = logging.getLogger("dra-driver")
 
@@ -151,55 +149,22 @@ def device_class() -> JSON:
     }
 
 
-class DraDriver:
+class DraDriver(WatchLoop[list[str]]):
     """Watches nodes; each pass makes the driver's slices match the nodes' labels."""
 
     def __init__(self, api: ApiClient, *, resync_seconds: float = 30.0) -> None:
-        self.api = api
-        self.resync_seconds = resync_seconds
-        self.wake = asyncio.Event()
-        self.nodes = ObjectStore(self.wake.set)
-        self.slices = ObjectStore(self.wake.set)
-        self.reflectors = [
-            Reflector(api, "/api/v1/nodes", self.nodes, name="nodes"),
-            Reflector(
-                api, SLICES, self.slices, params={"labelSelector": f"{MANAGED_BY}={MANAGER}"}, name="slices"
-            ),
-        ]
+        super().__init__(api, resync_seconds)
+        self.nodes = self.watched("/api/v1/nodes", "nodes")
+        self.slices = self.watched(SLICES, "slices", {"labelSelector": f"{MANAGED_BY}={MANAGER}"})
         self._refused: dict[str, str] = {}
 
-    async def run(self, stop: asyncio.Event) -> None:
-        tasks = [asyncio.create_task(reflector.run()) for reflector in self.reflectors]
-        worker = asyncio.create_task(self._work())
-        stopping = asyncio.create_task(stop.wait())
-        try:
-            await asyncio.wait({worker, stopping}, return_when=asyncio.FIRST_COMPLETED)
-            if worker.done():
-                worker.result()
-        finally:
-            for task in (*tasks, worker, stopping):
-                task.cancel()
-            await asyncio.gather(*tasks, worker, stopping, return_exceptions=True)
-
-    async def _work(self) -> None:
-        await asyncio.gather(*(reflector.synced.wait() for reflector in self.reflectors))
+    async def started(self) -> None:
         await self._ensure_class()
         log.info("watching nodes; publishing ResourceSlices of %s", DRIVER)
-        backoff = 0.5
-        while True:
-            self.wake.clear()
-            try:
-                changed = await self.reconcile()
-                backoff = 0.5
-            except ApiUnavailable as error:
-                log.warning("API server unavailable (%s); retrying in %.1fs", error, backoff)
-                await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, 10.0)
-                continue
-            if changed:
-                log.info("ResourceSlices written or deleted: %s", ", ".join(changed))
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.wake.wait(), self.resync_seconds)
+
+    def reconciled(self, outcome: list[str]) -> None:
+        if outcome:
+            log.info("ResourceSlices written or deleted: %s", ", ".join(outcome))
 
     async def _ensure_class(self) -> None:
         try:

@@ -27,7 +27,6 @@ Run as `python -m secsched_devtools.cluster.provisioner --kubeconfig K`.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime
 import hashlib
 import itertools
@@ -38,12 +37,12 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from secondary_scheduler.kube.client import JSON, ApiClient, ApiError, ApiUnavailable
+from secondary_scheduler.kube.client import JSON, ApiClient, ApiError
 from secondary_scheduler.kube.quantity import QuantityError, format_bytes, int_value
-from secondary_scheduler.kube.reflector import Reflector
 from secondary_scheduler.kube.store import ObjectStore
 from secsched_devtools.cluster.controllerproc import controller_main
 from secsched_devtools.cluster.nodes import MAX_VOLUMES_LABEL, STORAGE_LABEL
+from secsched_devtools.cluster.watchloop import WatchLoop
 
 log = logging.getLogger("provisioner")
 
@@ -209,78 +208,38 @@ class Counts:
     capacities: int = 0
 
 
-class Provisioner:
+class Provisioner(WatchLoop[Counts]):
     """Watches claims, volumes, classes, nodes and our CSI objects; each pass closes the gaps."""
 
+    settle_seconds = 0.1
+
     def __init__(self, api: ApiClient, *, concurrency: int = 16, resync_seconds: float = 30.0) -> None:
-        self.api = api
+        super().__init__(api, resync_seconds)
         self.concurrency = concurrency
-        self.resync_seconds = resync_seconds
-        self.wake = asyncio.Event()
-        self.nodes = ObjectStore(self.wake.set)
-        self.claims = ObjectStore(self.wake.set)
-        self.volumes = ObjectStore(self.wake.set)
-        self.classes = ObjectStore(self.wake.set)
-        self.csinodes = ObjectStore(self.wake.set)
-        self.capacities = ObjectStore(self.wake.set)
-        self.reflectors = [
-            Reflector(api, "/api/v1/nodes", self.nodes, name="nodes"),
-            Reflector(api, "/api/v1/persistentvolumeclaims", self.claims, name="claims"),
-            Reflector(api, PVS, self.volumes, name="volumes"),
-            Reflector(api, "/apis/storage.k8s.io/v1/storageclasses", self.classes, name="classes"),
-            Reflector(api, CSINODES, self.csinodes, name="csinodes"),
-            Reflector(
-                api,
-                CAPACITIES,
-                self.capacities,
-                params={"labelSelector": f"csi.storage.k8s.io/managed-by={MANAGER}"},
-                name="capacities",
-            ),
-        ]
+        self.nodes = self.watched("/api/v1/nodes", "nodes")
+        self.claims = self.watched("/api/v1/persistentvolumeclaims", "claims")
+        self.volumes = self.watched(PVS, "volumes")
+        self.classes = self.watched("/apis/storage.k8s.io/v1/storageclasses", "classes")
+        self.csinodes = self.watched(CSINODES, "csinodes")
+        self.capacities = self.watched(
+            CAPACITIES, "capacities", {"labelSelector": f"csi.storage.k8s.io/managed-by={MANAGER}"}
+        )
         self._zones = itertools.count()
         self._reported: dict[str, str] = {}
         """claim uid -> resourceVersion already told it cannot be provisioned (one event each)."""
         self._instance = socket.gethostname()
 
     # -- the loop --------------------------------------------------------------------------
-    async def run(self, stop: asyncio.Event) -> None:
-        """Watch and reconcile until `stop` is set; whatever is in flight then is abandoned."""
-        tasks = [asyncio.create_task(reflector.run()) for reflector in self.reflectors]
-        worker = asyncio.create_task(self._work())
-        stopping = asyncio.create_task(stop.wait())
-        try:
-            await asyncio.wait({worker, stopping}, return_when=asyncio.FIRST_COMPLETED)
-            if worker.done():
-                worker.result()  # a bug surfaces here rather than hanging silently
-        finally:
-            for task in (*tasks, worker, stopping):
-                task.cancel()
-            await asyncio.gather(*tasks, worker, stopping, return_exceptions=True)
-
-    async def _work(self) -> None:
-        """Reconcile after every change, and every `resync_seconds` in any case."""
-        await asyncio.gather(*(reflector.synced.wait() for reflector in self.reflectors))
+    async def started(self) -> None:
         log.info("watching nodes, claims and volumes; serving %s", ", ".join(PROVISIONERS))
-        backoff = 0.5
-        while True:
-            self.wake.clear()
-            try:
-                counts = await self.reconcile()
-                backoff = 0.5
-            except ApiUnavailable as error:
-                log.warning("API server unavailable (%s); retrying in %.1fs", error, backoff)
-                await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, 10.0)
-                continue
-            if counts.csinodes or counts.capacities:
-                log.info(
-                    "CSINodes: %d changed; CSIStorageCapacities: %d changed",
-                    counts.csinodes,
-                    counts.capacities,
-                )
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.wake.wait(), self.resync_seconds)
-            await asyncio.sleep(0.1)  # let a burst of watch events land before the next pass
+
+    def reconciled(self, outcome: Counts) -> None:
+        if outcome.csinodes or outcome.capacities:
+            log.info(
+                "CSINodes: %d changed; CSIStorageCapacities: %d changed",
+                outcome.csinodes,
+                outcome.capacities,
+            )
 
     async def reconcile(self) -> Counts:
         """One pass: provision, delete released volumes, then CSINodes and capacities."""

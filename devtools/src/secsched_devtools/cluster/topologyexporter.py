@@ -27,7 +27,6 @@ Run as `python -m secsched_devtools.cluster.topologyexporter --kubeconfig K`.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 from collections.abc import Mapping, Sequence
@@ -35,10 +34,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from secondary_scheduler.kube.client import JSON, ApiClient, ApiError, ApiUnavailable
+from secondary_scheduler.kube.client import JSON, ApiClient, ApiError
 from secondary_scheduler.kube.quantity import QuantityError, parse_quantity
-from secondary_scheduler.kube.reflector import Reflector
-from secondary_scheduler.kube.store import ObjectStore
 from secondary_scheduler.plugins.noderesourcetopology import fingerprint
 from secondary_scheduler.plugins.noderesourcetopology.podresources import (
     is_exclusive,
@@ -46,6 +43,7 @@ from secondary_scheduler.plugins.noderesourcetopology.podresources import (
 )
 from secsched_devtools.cluster.controllerproc import controller_main
 from secsched_devtools.cluster.nodes import NUMA_ZONES_LABEL
+from secsched_devtools.cluster.watchloop import WatchLoop
 
 log = logging.getLogger("topology-exporter")
 
@@ -299,60 +297,25 @@ def _content(obj: Mapping[str, Any]) -> tuple[Any, ...]:
     )
 
 
-class TopologyExporter:
+class TopologyExporter(WatchLoop[list[str]]):
     """Watches nodes and pods; each pass publishes every KWOK node's NodeResourceTopology."""
 
+    settle_seconds = 0.05
+
     def __init__(self, api: ApiClient, *, resync_seconds: float = 30.0) -> None:
-        self.api = api
-        self.resync_seconds = resync_seconds
-        self.wake = asyncio.Event()
-        self.nodes = ObjectStore(self.wake.set)
-        self.pods = ObjectStore(self.wake.set)
-        self.topologies = ObjectStore(self.wake.set)
-        self.reflectors = [
-            Reflector(api, "/api/v1/nodes", self.nodes, name="nodes"),
-            Reflector(
-                api, "/api/v1/pods", self.pods, params={"fieldSelector": "spec.nodeName!="}, name="pods"
-            ),
-            Reflector(
-                api, NRTS, self.topologies, params={"labelSelector": f"{MANAGED_BY}={MANAGER}"}, name="nrts"
-            ),
-        ]
+        super().__init__(api, resync_seconds)
+        self.nodes = self.watched("/api/v1/nodes", "nodes")
+        self.pods = self.watched("/api/v1/pods", "pods", {"fieldSelector": "spec.nodeName!="})
+        self.topologies = self.watched(NRTS, "nrts", {"labelSelector": f"{MANAGED_BY}={MANAGER}"})
         self.accounts: dict[str, NodeAccount] = {}
         self._refused: dict[str, str] = {}
 
-    async def run(self, stop: asyncio.Event) -> None:
-        tasks = [asyncio.create_task(reflector.run()) for reflector in self.reflectors]
-        worker = asyncio.create_task(self._work())
-        stopping = asyncio.create_task(stop.wait())
-        try:
-            await asyncio.wait({worker, stopping}, return_when=asyncio.FIRST_COMPLETED)
-            if worker.done():
-                worker.result()
-        finally:
-            for task in (*tasks, worker, stopping):
-                task.cancel()
-            await asyncio.gather(*tasks, worker, stopping, return_exceptions=True)
-
-    async def _work(self) -> None:
-        await asyncio.gather(*(reflector.synced.wait() for reflector in self.reflectors))
+    async def started(self) -> None:
         log.info("watching nodes and pods; publishing NodeResourceTopologies")
-        backoff = 0.5
-        while True:
-            self.wake.clear()
-            try:
-                changed = await self.reconcile()
-                backoff = 0.5
-            except ApiUnavailable as error:
-                log.warning("API server unavailable (%s); retrying in %.1fs", error, backoff)
-                await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, 10.0)
-                continue
-            if changed:
-                log.info("NodeResourceTopologies written: %s", ", ".join(changed))
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.wake.wait(), self.resync_seconds)
-            await asyncio.sleep(0.05)
+
+    def reconciled(self, outcome: list[str]) -> None:
+        if outcome:
+            log.info("NodeResourceTopologies written: %s", ", ".join(outcome))
 
     def desired(self) -> dict[str, JSON]:
         """Node name -> the object it should have now."""
