@@ -204,12 +204,18 @@ class SliceIndex:
         self._slices, self._node_local, self._shared = list(slices), node_local, shared
 
     def pools(self, node: KubeObject) -> list[Pool]:
-        """The pools of devices the node can reach (``gather_pools``; a refusal is raised each time)."""
+        """The pools of devices the node can reach (``gather_pools``; a refusal is raised each time).
+
+        Only nodes with slices of their own are kept (their entries go with their slices), so
+        nodes that come and go without slices leave nothing behind."""
         name = str((node.get("metadata") or {}).get("name", ""))
+        own = self._node_local.get(name)
+        if own is None:
+            return gather_pools(self._shared, node) if self._shared else []
         cached = self._pools.get(name)
         if cached is not None and (not self._shared or cached[0] is node):
             return cached[1]
-        pools = gather_pools([*self._shared, *self._node_local.get(name, ())], node)
+        pools = gather_pools([*self._shared, *own], node)
         self._pools[name] = (node, pools)
         return pools
 
