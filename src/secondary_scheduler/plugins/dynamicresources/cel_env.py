@@ -9,17 +9,19 @@ ints, bools, strings or versions (semver values); capacities are quantities. Kub
 ``quantity()`` and ``semver()`` libraries give those values their methods.
 
 The evaluator is cel-python (``celpy``, pure Python, its interpreter); each result is cached
-per device by the allocator's caller, so a device is judged once per selector, not per cycle. What it lacks of
-Kubernetes' base environment (the strings/lists/sets/regex/IP/URL extension libraries,
-``cel.bind``, optional types) fails the selector with a message that says so rather than
-deciding for it.
+per device by the allocator's caller, so a device is judged once per selector, not per cycle. The
+extension libraries ``cel_libraries`` implements (ext.Strings less ``format``/``strings.quote``,
+Kubernetes' lists library, ext.Sets, regex ``find``/``findAll``) are registered beside quantity
+and semver. What it lacks of Kubernetes' base environment (``REFUSED_LIBRARIES``) fails the
+selector with a message that says so rather than deciding for it.
 
 Upstream's runtime cost limit (``resourceapi.CELSelectorExpressionMaxCost``, 1,000,000 per
 evaluation) is enforced with cel-go's runtime cost rules, since celpy tracks no cost: each
 variable or field read, index and call costs 1, a list literal 10 and a map literal 30, ``&&``,
 ``||`` and ``?:`` nothing; string comparisons, ``startsWith``/``endsWith``, ``contains``,
 ``matches`` and concatenation cost by their operands' lengths, and ``in`` a list by its size,
-as cel-go's ``CostTracker`` charges them. Macros (``all``, ``exists``...) are charged their
+as cel-go's ``CostTracker`` charges them; the extension libraries' calls cost what upstream's
+library cost table says (``cel_libraries.library_cost``). Macros (``all``, ``exists``...) are charged their
 predicate's cost plus 1 per element (cel-go expands them into comprehensions whose loop
 bookkeeping costs a little more: ours is a close lower bound there, exact elsewhere). Past the
 limit the selector fails with upstream's error, "operation cancelled: actual cost limit exceeded".
@@ -34,7 +36,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import Any, cast
 
 import celpy
 import celpy.celtypes as ct
@@ -42,6 +44,12 @@ import lark
 from celpy.evaluation import Activation, CELEvalError, Evaluator, base_functions
 
 from secondary_scheduler.kube.quantity import QuantityError, parse_quantity
+from secondary_scheduler.plugins.dynamicresources.cel_libraries import (
+    LIBRARY_FUNCTIONS,
+    NAMESPACES,
+    LibraryError,
+    library_cost,
+)
 
 
 class SelectorError(Exception):
@@ -392,6 +400,11 @@ def call_cost(name: str, args: tuple[Any, ...]) -> int:
 def _costed(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
     def call(*args: Any) -> Any:
         tracker = _TRACKER.get()
+        if name in LIBRARY_FUNCTIONS:  # some library costs depend on the result (join)
+            result = function(*args)
+            if tracker is not None:
+                tracker.charge(library_cost(name, args, result))
+            return result
         if tracker is not None:
             tracker.charge(call_cost(name, args))
         return function(*args)
@@ -417,6 +430,47 @@ class _CostedEvaluator(Evaluator):
 
     def sub_evaluator(self, ast: lark.Tree) -> Evaluator:
         return _MacroStep(ast, activation=self.activation)
+
+    def member_dot_arg(self, tree: lark.Tree) -> Any:
+        """Two calls celpy reads otherwise: ``ns.f(...)`` as a namespaced function (celpy would read
+        ``ns`` as a variable), and ``list.min()`` as the lists library's (celpy's own ``min`` macro
+        charges nothing and errs differently)."""
+        member, method = tree.children[0], cast(lark.Token, tree.children[1])
+        arity = len(tree.children[2].children) if len(tree.children) > 2 else 0
+        if str(method) in _TWO_VARIABLE_MACROS and arity == 3:
+            raise UnsupportedSelector(
+                f"CEL runtime error: the two-variable comprehension {method}(k, v, ...) is not available: "
+                f"{_UNSUPPORTED_HINT}"
+            )
+        namespace = _namespace(member)
+        if namespace is None and str(method) != "min":
+            return super().member_dot_arg(tree)
+        if namespace is not None:
+            try:
+                self.activation.resolve_function(f"{namespace}.{method}")
+            except KeyError:
+                return CELEvalError(f"undeclared reference to '{namespace}.{method}'")
+        arguments = self.visit(tree.children[2]) if len(tree.children) > 2 else []
+        if isinstance(arguments, CELEvalError):
+            return arguments
+        if namespace is None:
+            return self.method_eval(self.visit(member), method, arguments)
+        return self.function_eval(lark.Token("IDENT", f"{namespace}.{method}"), arguments)
+
+
+_TWO_VARIABLE_MACROS = frozenset({"all", "exists", "exists_one"})
+
+
+def _namespace(member: Any) -> str | None:
+    """The namespace a ``member`` subtree names (``sets`` in ``sets.contains(...)``), else None."""
+    if isinstance(member, lark.Tree) and member.data == "member" and len(member.children) == 1:
+        member = member.children[0]
+    if not (isinstance(member, lark.Tree) and member.data == "primary"):
+        return None
+    ident = member.children[0]
+    if isinstance(ident, lark.Tree) and ident.data == "ident" and str(ident.children[0]) in NAMESPACES:
+        return str(ident.children[0])
+    return None
 
 
 class _MacroStep(_CostedEvaluator):
@@ -446,13 +500,19 @@ class _CostedRunner(celpy.InterpretedRunner):
 _ENVIRONMENT = celpy.Environment(runner_class=_CostedRunner)
 # The interpreted runner: celpy's compiled runner names extension functions by module path in
 # the code it generates (which fails for ours) and shares one global activation between calls.
-_COSTED_FUNCTIONS = {
-    name: _costed(name, function) for name, function in {**base_functions, **_FUNCTIONS}.items()
-}
+_ALL_FUNCTIONS = {**base_functions, **_FUNCTIONS, **LIBRARY_FUNCTIONS}
+_COSTED_FUNCTIONS = {name: _costed(name, function) for name, function in _ALL_FUNCTIONS.items()}
 
+REFUSED_LIBRARIES = (
+    "ext.Strings' format() and strings.quote(), ext.Lists (lists.range, slice, flatten, distinct, "
+    "reverse, sort, sortBy, first, last), two-variable comprehensions, the URL, IP, CIDR and format "
+    "libraries, optional types"
+)
+"""The parts of 1.34's base CEL environment this evaluator refuses (config validate says so too)."""
 _UNSUPPORTED_HINT = (
-    "this scheduler's CEL evaluator implements standard CEL with Kubernetes' quantity and semver "
-    "libraries only: schedule this pod with the cluster's default scheduler"
+    "this scheduler's CEL evaluator implements standard CEL with Kubernetes' quantity, semver, lists "
+    "and regex libraries and cel-go's strings and sets extensions, but not "
+    f"{REFUSED_LIBRARIES}: schedule this pod with the cluster's default scheduler"
 )
 
 
@@ -475,6 +535,8 @@ class Selector:
             raise _runtime_error(error) from error
         except CostLimitExceeded as error:
             raise SelectorError(f"CEL runtime error: {error}") from error
+        except UnsupportedSelector:
+            raise
         except Exception as error:  # celpy surfaces some evaluation failures as Python exceptions
             raise SelectorError(f"CEL runtime error: {error}") from error
         if isinstance(result, CELEvalError):
@@ -499,6 +561,8 @@ def _runtime_error(error: CELEvalError) -> SelectorError:
             f"{_UNSUPPORTED_HINT}"
         )
     text = text.replace("no such member in mapping", "no such key")
+    if len(error.args) > 2 and error.args[1] is LibraryError and error.args[2]:
+        return SelectorError(f"CEL runtime error: {error.args[2][0]}")
     if text in ("return error for overflow", "no such overload") and len(error.args) > 2 and error.args[2]:
         text = f"{text}: {error.args[2][0]}"
     return SelectorError(f"CEL runtime error: {text}")

@@ -8,5 +8,9 @@ ENABLED_WARNING = (
     "DynamicResources allocates ResourceClaims with structured parameters as kube-scheduler 1.34 does, "
     "but refuses (FailedScheduling, naming the field) claims and ResourceSlices that use features 1.34 "
     "leaves off (partitionable devices, device taints, consumable capacity, binding conditions) and "
-    "selectors that use CEL libraries beyond standard CEL, quantity() and semver()"
+    "selectors that use the parts of 1.34's CEL environment this scheduler lacks: ext.Strings' format() and "
+    "strings.quote(), ext.Lists (lists.range, slice, flatten, distinct, reverse, sort, sortBy, first, last), "
+    "two-variable comprehensions, the URL, IP, CIDR and format libraries, optional types (standard CEL, "
+    "quantity(), semver(), ext.Strings' other functions, the lists library, ext.Sets and regex find/findAll "
+    "are evaluated)"
 )

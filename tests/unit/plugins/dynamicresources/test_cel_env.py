@@ -53,9 +53,22 @@ def test_missing_attribute_is_a_runtime_error() -> None:
         Selector('device.attributes["missing.io"].model == "a"').matches(DEVICE)
 
 
-def test_functions_this_evaluator_lacks_are_named() -> None:
-    with pytest.raises(UnsupportedSelector, match="'lowerAscii' is not available"):
-        Selector('device.attributes["gpu.example.com"].model.lowerAscii() == "a100"').matches(DEVICE)
+@pytest.mark.parametrize(
+    ("expression", "named"),
+    [
+        ('ip("10.0.0.1").family() == 4', "'family' is not available"),
+        ('isIP(device.attributes["gpu.example.com"].model)', "'isIP' is not available"),
+        ('url("https://example.com").getHost() == "example.com"', "'getHost' is not available"),
+        ('"%s".format(["a"]) == "a"', "'format' is not available"),
+        ('strings.quote("a") == "a"', "'strings.quote' is not available"),
+        ("lists.range(2) == [0, 1]", "'lists.range' is not available"),
+        ("[2, 1].sort() == [1, 2]", "'sort' is not available"),
+        ('{"a": 1}.all(k, v, v > 0)', "two-variable comprehension all"),
+    ],
+)
+def test_functions_this_evaluator_lacks_are_named(expression: str, named: str) -> None:
+    with pytest.raises(UnsupportedSelector, match=named):
+        Selector(expression).matches(DEVICE)
 
 
 def test_syntax_errors_are_compile_errors() -> None:
