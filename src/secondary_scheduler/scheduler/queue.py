@@ -194,13 +194,11 @@ class SchedulingQueue(Generic[P]):
         self._error_backoff: _Heap[P] = _Heap(None, order, by_expiry=True)
         """podErrorBackoffQ: pods that failed with an error, by expiry; they always wait it out."""
         self._unschedulable: dict[str, QueuedPod[P]] = {}
-        self._held: dict[str, P] = {}
-        """Pods PreEnqueue kept out when they arrived (scheduling gates, claims not created yet):
-        in no pool until an update lets them in (``add``), a cluster event the gating plugin's
-        hints say may help finds PreEnqueue passing (``move_all_to_active_or_backoff``), or they
-        go (``delete``)."""
-        self._gating: dict[str, str] = {}
-        """Held pod -> the plugin whose PreEnqueue kept it out (upstream's GatingPlugin)."""
+        self._held: dict[str, QueuedPod[P]] = {}
+        """Pods PreEnqueue kept out when they arrived (scheduling gates, claims not created yet),
+        each rejected by the plugin that gated it (upstream's GatingPlugin): in no pool until an
+        update lets them in (``add``), a cluster event that plugin's hints say may help finds
+        PreEnqueue passing (``move_all_to_active_or_backoff``), or they go (``delete``)."""
         self._in_flight: dict[str, QueuedPod[P]] = {}
         self._idle: list[Callable[[], None]] = []
         self._wakeup = asyncio.Event()
@@ -281,7 +279,6 @@ class SchedulingQueue(Generic[P]):
         """A new pod for us (or a held one PreEnqueue now lets in): straight to active."""
         key = pod.key
         self._held.pop(key, None)
-        self._gating.pop(key, None)
         if key in self or key in self._in_flight:
             self.update(pod)
             return
@@ -313,15 +310,14 @@ class SchedulingQueue(Generic[P]):
         self._unschedulable.pop(key, None)
         self._in_flight.pop(key, None)
         self._held.pop(key, None)
-        self._gating.pop(key, None)
 
     def hold(self, pod: P, gating: str = "") -> None:
         """A pod PreEnqueue keeps out as it arrives: out of every pool, held until an update
         brings it back through ``add``, or an event ``gating``'s hints accept lets PreEnqueue
         pass (counted as gated meanwhile)."""
         self.delete(pod.key)
-        self._held[pod.key] = pod
-        self._gating[pod.key] = gating
+        rejectors = frozenset({gating}) if gating else frozenset()
+        self._held[pod.key] = QueuedPod(pod, rejectors=rejectors)
 
     def held(self) -> list[str]:
         """The keys of the pods ``hold`` keeps out."""
@@ -468,14 +464,12 @@ class SchedulingQueue(Generic[P]):
         """Held pods an event may help (by their gating plugin's hints) whose PreEnqueue now
         passes go to active: upstream keeps gated pods among the unschedulable ones, moved by
         the events of the plugin that gated them (a claim created after its pod, say)."""
-        if self.gate is None or not self._held:
+        gate = self.gate
+        if gate is None or not self._held:
             return 0
-        released = []
-        for key, pod in self._held.items():
-            gating = self._gating.get(key, "")
-            probe = QueuedPod(pod, rejectors=frozenset({gating}) if gating else frozenset())
-            if (worth is None or worth(probe)) and not self.gate(pod):
-                released.append(pod)
+        released = [
+            item.pod for item in self._held.values() if (worth is None or worth(item)) and not gate(item.pod)
+        ]
         for pod in released:
             self.add(pod)
         return len(released)
