@@ -14,8 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from secondary_scheduler.kube.client import ApiClient, ApiError
-from secondary_scheduler.kube.manifests import read_manifests
-from secondary_scheduler.kube.wait import wait_for
+from secondary_scheduler.kube.manifests import apply_manifests, read_manifests, substitute
 from secondary_scheduler.operator import names
 from secsched_devtools.repo import deploy_dir
 
@@ -30,26 +29,15 @@ FIELD_MANAGER = "secsched-chaos"
 async def install(api: ApiClient, prometheus_url: str) -> None:
     """deploy/ as `kubectl apply -f deploy/` would, without the operator's Deployment (it runs
     here as a process) and with ${PROM_URL} filled in, the CRD established before the CR."""
-    documents = read_manifests([deploy_dir()])
-    for document in documents:
-        if document["kind"] == "CustomResourceDefinition":
-            await api.apply(document, FIELD_MANAGER)
-            crd_path = (
-                f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{document['metadata']['name']}"
-            )
-
-            async def established(path: str = crd_path) -> bool:
-                conditions = ((await api.get(path)).get("status") or {}).get("conditions") or []
-                return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
-
-            await wait_for(established, "the SecondaryScheduler CRD to be established", 30)
-    for document in documents:
-        if document["kind"] in ("CustomResourceDefinition", "Deployment"):
+    documents = []
+    for document in read_manifests([deploy_dir()]):
+        if document["kind"] == "Deployment":
             continue
         if document["kind"] == "ConfigMap":
-            text = document["data"][names.CONFIG_KEY].replace("${PROM_URL}", prometheus_url)
+            text = substitute(document["data"][names.CONFIG_KEY], {"PROM_URL": prometheus_url})
             document = {**document, "data": {names.CONFIG_KEY: text}}
-        await api.apply(document, FIELD_MANAGER)
+        documents.append(document)
+    await apply_manifests(api, documents, FIELD_MANAGER)
 
 
 class OperatorProcess:
