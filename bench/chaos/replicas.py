@@ -21,6 +21,7 @@ import httpx
 import yaml
 
 from bench.workloadclasses import TARGET_LOAD_PACKING, load_class_config
+from secondary_scheduler.kube.wait import poll_until
 from secsched_devtools.cluster.schedulers import SchedulerRun, launch, start_scheduler
 from secsched_devtools.repo import example_config
 
@@ -122,17 +123,21 @@ class Replicas:
 
     async def leader(self, timeout: float = 120.0) -> Replica:
         """The replica that leads (waits until exactly one does)."""
-        deadline = time.monotonic() + timeout
-        while True:
-            leading = [r for r in self.replicas if await asyncio.to_thread(r.leading)]
-            if len(leading) == 1:
-                return leading[0]
-            if time.monotonic() > deadline:
-                raise TimeoutError(
-                    f"{self.kind}: {len(leading)} replicas lead after {timeout:.0f}s, not one:\n"
-                    + "\n".join(r.run.tail(10) for r in self.replicas)
-                )
-            await asyncio.sleep(0.5)
+
+        async def leading() -> list[Replica]:
+            return [r for r in self.replicas if await asyncio.to_thread(r.leading)]
+
+        [found] = await poll_until(
+            leading,
+            lambda found: len(found) == 1,
+            lambda found: (
+                f"{self.kind}: {len(found)} replicas lead after {timeout:.0f}s, not one:\n"
+                + "\n".join(r.run.tail(10) for r in self.replicas)
+            ),
+            timeout,
+            interval=0.5,
+        )
+        return found
 
     def kill(self, replica: Replica) -> None:
         """kill -9: no chance to release the lease or to send what it holds; the keeper restarts it."""
