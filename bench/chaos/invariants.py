@@ -21,6 +21,7 @@ from bench import storage
 from bench.gang import partial_gangs
 from bench.stats import percentile
 from bench.workloadclasses import check_placement
+from secondary_scheduler.framework.taints import DO_NOT_SCHEDULE_EFFECTS, Taint, Toleration, tolerated
 from secondary_scheduler.kube.client import JSON
 
 SCHEDULED = "Scheduled"
@@ -98,28 +99,21 @@ def bound_twice(events: Iterable[JSON]) -> list[str]:
 
 def untolerated(pods: Iterable[JSON], nodes: Iterable[JSON]) -> list[str]:
     """No pod on a node with a NoSchedule/NoExecute taint it does not tolerate (what the bench's
-    placement check leaves out: its nodes have no taints)."""
-    taints = {_name(node): (node.get("spec") or {}).get("taints") or [] for node in nodes}
+    placement check leaves out: its nodes have no taints); the scheduler's own matching rule."""
+    taints = {
+        _name(node): [Taint.parse(raw) for raw in (node.get("spec") or {}).get("taints") or []]
+        for node in nodes
+    }
     found = []
     for pod in pods:
         node = _node_name(pod)
-        tolerations = (pod.get("spec") or {}).get("tolerations") or []
+        tolerations = [Toleration.parse(raw) for raw in (pod.get("spec") or {}).get("tolerations") or []]
         for taint in taints.get(node, []):
-            if taint.get("effect") not in ("NoSchedule", "NoExecute"):
-                continue
-            if not any(_tolerates(toleration, taint) for toleration in tolerations):
+            if taint.effect in DO_NOT_SCHEDULE_EFFECTS and not tolerated(taint, tolerations):
                 found.append(
-                    f"taints: {_name(pod)} is on {node}, whose taint {taint.get('key')} it does not tolerate"
+                    f"taints: {_name(pod)} is on {node}, whose taint {taint.key} it does not tolerate"
                 )
     return found
-
-
-def _tolerates(toleration: JSON, taint: JSON) -> bool:
-    if toleration.get("effect") and toleration.get("effect") != taint.get("effect"):
-        return False
-    if toleration.get("operator") == "Exists":
-        return not toleration.get("key") or toleration.get("key") == taint.get("key")
-    return toleration.get("key") == taint.get("key") and toleration.get("value") == taint.get("value")
 
 
 def preemptions(state: FinalState) -> list[str]:
