@@ -7,10 +7,10 @@ The section is written whole by the run that measured it (between its heading an
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from pathlib import Path
 
+from bench import pagesection
 from bench.chaos import faults
 from bench.chaos.invariants import Recovery, by_rule
 from bench.chaos.replicas import RESTART_BACKOFF
@@ -106,9 +106,6 @@ def section(
 
 
 def write_section(document: Path, text: str) -> None:
-    """Replace the Chaos section of ``document`` (up to the next ``## `` heading) with ``text``."""
-    page = document.read_text()
-    start = page.index(HEADING)
-    following = re.compile(r"^## ", re.MULTILINE).search(page, start + len(HEADING))
-    end = following.start() if following else len(page)
-    document.write_text(page[:start] + text + ("\n" if following else "") + page[end:])
+    """Replace the Chaos section of ``document`` (up to the next ``## `` heading) with ``text``,
+    which starts with the heading."""
+    pagesection.write_section(document, HEADING, text.removeprefix(HEADING))

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench import pagesection
 from bench.machine import git_commit, load_average, machine
 from bench.soak.analysis import MIB, Analysis, bucket_difference, quantile
 from bench.soak.churn import Churned
@@ -173,14 +174,7 @@ def render(
 
 def write_section(page: Path, body: str) -> None:
     """Replace the Soak section's body in ``page`` (from its heading to the next ``## `` heading)."""
-    text = page.read_text()
-    start = text.find(HEADING)
-    if start < 0:
-        raise ValueError(f"{page} has no {HEADING!r} heading to write the soak's figures under")
-    body_start = start + len(HEADING)
-    following = text.find("\n## ", body_start)
-    rest = text[following:] if following >= 0 else ""
-    page.write_text(f"{text[:body_start]}\n\n{body.rstrip()}\n{rest}")
+    pagesection.write_section(page, HEADING, body)
 
 
 SAMPLE_COLUMNS = (
