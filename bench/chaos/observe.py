@@ -28,7 +28,6 @@ class BindingWatch:
         self.api = api
         self.path = pods_path(namespace)
         self.bound: dict[str, float] = {}
-        self.relists = 0
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -61,7 +60,6 @@ class BindingWatch:
                         self._saw(event["object"], time.monotonic())
             except (ApiUnavailable, ApiError, OSError):
                 await asyncio.sleep(0.2)
-            self.relists += 1
 
 
 async def list_retrying(api: ApiClient, path: str, timeout: float = 120.0) -> list[JSON]:
