@@ -89,13 +89,7 @@ def stop(record: ProcessRecord, timeout: float = 10.0) -> None:
         if not is_running(record):
             return
         time.sleep(0.05)
-    if is_running(record):
-        os.kill(record.pid, signal.SIGKILL)
-        for _ in range(100):
-            _reap(record.pid)
-            if not is_running(record):
-                return
-            time.sleep(0.05)
+    kill(record)
 
 
 def kill(record: ProcessRecord, timeout: float = 5.0) -> None:
