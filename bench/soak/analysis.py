@@ -24,15 +24,12 @@ def window_seconds(duration: float) -> float:
 
 
 def slope_per_hour(points: Sequence[tuple[float, float]]) -> float:
-    """Least-squares slope of (seconds, value) points, in value per hour (0 for fewer than 2)."""
-    if len(points) < 2:
+    """Least-squares slope of (seconds, value) points, in value per hour (0 for fewer than 2
+    distinct times)."""
+    times = [t for t, _ in points]
+    if len(set(times)) < 2:
         return 0.0
-    mean_t = statistics.fmean(t for t, _ in points)
-    mean_v = statistics.fmean(v for _, v in points)
-    spread = sum((t - mean_t) ** 2 for t, _ in points)
-    if spread == 0:
-        return 0.0
-    return 3600.0 * sum((t - mean_t) * (v - mean_v) for t, v in points) / spread
+    return 3600.0 * statistics.linear_regression(times, [v for _, v in points]).slope
 
 
 def bucket_difference(later: Buckets, earlier: Buckets) -> Buckets:
