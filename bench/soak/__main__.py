@@ -14,17 +14,15 @@ from pathlib import Path
 from bench.soak.options import Bounds, SoakOptions
 from bench.soak.report import RunContext, render, write_samples, write_section
 from bench.soak.run import soak
+from secondary_scheduler.config.base import parse_go_duration
 from secsched_devtools.cluster.progress import console
 from secsched_devtools.repo import REPO
 
 
 def _duration(text: str) -> float:
-    """Seconds from ``90``, ``90s``, ``45m`` or ``1h``."""
-    units = {"s": 1, "m": 60, "h": 3600}
-    scale = units.get(text[-1:], 1)
-    number = text[:-1] if text[-1:] in units else text
+    """Seconds from ``90`` (plain seconds) or a Go duration: ``90s``, ``45m``, ``1h``, ``1h30m``."""
     try:
-        value = float(number) * scale
+        value = float(text) if text.replace(".", "", 1).isdigit() else parse_go_duration(text)
     except ValueError as error:
         raise argparse.ArgumentTypeError(f"expected a duration like 3600, 45m or 1h, got {text!r}") from error
     if value <= 0:
