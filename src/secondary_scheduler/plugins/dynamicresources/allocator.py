@@ -9,9 +9,10 @@ assignment wins. A device already allocated (to a claim in the cluster or to one
 scheduler assumed) is skipped unless the request asks for admin access; constraints
 (``matchAttribute``) are checked as devices are added and undone on backtracking.
 
-``allocate`` returns one AllocationResult (as the API spells it) per claim, or None when the
-claims do not fit on the node; it raises AllocationError where upstream returns an error
-(a CEL selector failing, a missing class, an invalid pool).
+``Allocator.place`` returns where the claims fit on the node (a ``Placement``, whose
+``results()`` are one AllocationResult per claim as the API spells it), or None when they do
+not; it raises AllocationError where upstream returns an error (a CEL selector failing, a
+missing class, an invalid pool).
 """
 
 from __future__ import annotations
@@ -399,14 +400,9 @@ class Allocator:
         self._without_pools: tuple[Placement | None] | None = None
         """The outcome on a node no pool reaches, once known: the same on every such node."""
 
-    def allocate(self, node: KubeObject) -> list[dict[str, Any]] | None:
-        """One AllocationResult per claim if they all fit on ``node``, else None."""
-        placement = self.place(node)
-        return None if placement is None else placement.results()
-
     def place(self, node: KubeObject) -> Placement | None:
-        """The devices the claims get on ``node`` if they all fit, else None (``allocate`` without
-        building the AllocationResults: Filter keeps one per node and Reserve reads one)."""
+        """The devices the claims get on ``node`` if they all fit, else None (the AllocationResults
+        are built only on demand: Filter keeps one placement per node and Reserve reads one)."""
         pools = self.slice_index.pools(node)
         if not pools and self._without_pools is not None:
             return self._without_pools[0]

@@ -100,17 +100,9 @@ def _controlled_by(claim: KubeObject, uid: str) -> bool:
     )
 
 
-def devices_in_use(claims: Iterable[KubeObject]) -> set[DeviceID]:
-    """Every device an allocated claim holds (upstream's ListAllAllocatedDevices)."""
-    devices: set[DeviceID] = set()
-    for claim in claims:
-        if allocation_of(claim) is not None:
-            devices.update(allocated_device_ids(claim))
-    return devices
-
-
 class HeldDevices:
-    """``devices_in_use`` read again each cycle only for the claims that changed.
+    """Every device an allocated claim holds (upstream's ListAllAllocatedDevices), read again
+    each cycle only for the claims that changed.
 
     The informer holds a new object for a changed (or assumed) claim, so a claim's devices are
     kept with the object they were read from and reused while that object is still the one
@@ -127,8 +119,7 @@ class HeldDevices:
         for claim in claims:
             entry = previous.get(id(claim))
             if entry is None or entry[0] is not claim:
-                held = allocated_device_ids(claim) if allocation_of(claim) is not None else []
-                entry = (claim, held)
+                entry = (claim, allocated_device_ids(claim))  # none without an allocation
             kept[id(claim)] = entry
             devices.update(entry[1])
         self._by_object = kept

@@ -79,7 +79,8 @@ def allocate(
     node: dict[str, Any] = NODE,
 ) -> list[dict[str, Any]] | None:
     by_name = {c["metadata"]["name"]: c for c in (classes if classes is not None else [device_class()])}
-    return Allocator(claims, by_name.get, slices, allocated or set(), SelectorResults()).allocate(node)
+    placement = Allocator(claims, by_name.get, slices, allocated or set(), SelectorResults()).place(node)
+    return None if placement is None else placement.results()
 
 
 def devices_of(results: list[dict[str, Any]] | None) -> list[list[str]]:
