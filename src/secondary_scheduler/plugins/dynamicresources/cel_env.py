@@ -12,8 +12,8 @@ The evaluator is cel-python (``celpy``, pure Python, its interpreter); each resu
 per device by the allocator's caller, so a device is judged once per selector, not per cycle. The
 extension libraries ``cel_libraries`` implements (ext.Strings less ``format``/``strings.quote``,
 Kubernetes' lists library, ext.Sets, regex ``find``/``findAll``) are registered beside quantity
-and semver. What it lacks of Kubernetes' base environment (``REFUSED_LIBRARIES``) fails the
-selector with a message that says so rather than deciding for it.
+and semver. What it lacks of Kubernetes' base environment (``limitation.REFUSED_LIBRARIES``)
+fails the selector with a message that says so rather than deciding for it.
 
 Upstream's runtime cost limit (``resourceapi.CELSelectorExpressionMaxCost``, 1,000,000 per
 evaluation) is enforced with cel-go's runtime cost rules, since celpy tracks no cost: each
@@ -50,6 +50,7 @@ from secondary_scheduler.plugins.dynamicresources.cel_libraries import (
     LibraryError,
     library_cost,
 )
+from secondary_scheduler.plugins.dynamicresources.limitation import REFUSED_LIBRARIES
 
 
 class SelectorError(Exception):
@@ -503,12 +504,6 @@ _ENVIRONMENT = celpy.Environment(runner_class=_CostedRunner)
 _ALL_FUNCTIONS = {**base_functions, **_FUNCTIONS, **LIBRARY_FUNCTIONS}
 _COSTED_FUNCTIONS = {name: _costed(name, function) for name, function in _ALL_FUNCTIONS.items()}
 
-REFUSED_LIBRARIES = (
-    "ext.Strings' format() and strings.quote(), ext.Lists (lists.range, slice, flatten, distinct, "
-    "reverse, sort, sortBy, first, last), two-variable comprehensions, the URL, IP, CIDR and format "
-    "libraries, optional types"
-)
-"""The parts of 1.34's base CEL environment this evaluator refuses (config validate says so too)."""
 _UNSUPPORTED_HINT = (
     "this scheduler's CEL evaluator implements standard CEL with Kubernetes' quantity, semver, lists "
     "and regex libraries and cel-go's strings and sets extensions, but not "
