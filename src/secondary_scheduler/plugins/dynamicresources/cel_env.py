@@ -47,8 +47,11 @@ from secondary_scheduler.kube.quantity import QuantityError, parse_quantity
 from secondary_scheduler.plugins.dynamicresources.cel_libraries import (
     LIBRARY_FUNCTIONS,
     NAMESPACES,
+    TRAVERSAL_FACTOR,
     LibraryError,
+    actual_size,
     library_cost,
+    regex_cost,
 )
 from secondary_scheduler.plugins.dynamicresources.limitation import REFUSED_LIBRARIES
 
@@ -331,8 +334,6 @@ def device_variable(driver: str, device: Mapping[str, Any]) -> ct.MapType:
 COST_LIMIT = 1_000_000
 """resourceapi.CELSelectorExpressionMaxCost: the scheduler's runtime limit per evaluation."""
 COST_LIMIT_EXCEEDED = "operation cancelled: actual cost limit exceeded"
-_STRING_TRAVERSAL_FACTOR = 0.1
-_REGEX_LENGTH_FACTOR = 0.25
 _NODE_COSTS = {"member_dot": 1}
 """Steps celpy evaluates as tree nodes rather than calls: field reads."""
 _PRIMARY_COSTS = {"ident": 1, "list_lit": 10, "map_lit": 30}
@@ -360,15 +361,8 @@ class _CostTracker:
 _TRACKER: contextvars.ContextVar[_CostTracker | None] = contextvars.ContextVar("cel_cost", default=None)
 
 
-def _size(value: Any) -> int:
-    """cel-go's actualSize: a string's characters, a bytes' length, a list's or map's elements, else 1."""
-    if isinstance(value, str | bytes | list | dict):
-        return len(value)
-    return 1
-
-
 def _traversal(size: int) -> int:
-    return math.ceil(size * _STRING_TRAVERSAL_FACTOR)
+    return math.ceil(size * TRAVERSAL_FACTOR)
 
 
 _COMPARISONS = frozenset({"_==_", "_!=_", "_<_", "_<=_", "_>_", "_>=_"})
@@ -380,7 +374,7 @@ def call_cost(name: str, args: tuple[Any, ...]) -> int:
         return 0
     if len(args) != 2:
         return 1
-    first, second = _size(args[0]), _size(args[1])
+    first, second = actual_size(args[0]), actual_size(args[1])
     if name in _COMPARISONS:  # scalars have size 1: they cost 1
         return _traversal(min(first, second))
     if name == "_in_":
@@ -394,24 +388,27 @@ def call_cost(name: str, args: tuple[Any, ...]) -> int:
     if name == "contains":
         return _traversal(first) * _traversal(second)
     if name == "matches":
-        return math.ceil((1 + first) * _STRING_TRAVERSAL_FACTOR) * math.ceil(second * _REGEX_LENGTH_FACTOR)
+        return regex_cost(args[0], args[1])
     return 1
 
 
 def _costed(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
     def call(*args: Any) -> Any:
         tracker = _TRACKER.get()
-        if name in LIBRARY_FUNCTIONS:  # some library costs depend on the result (join)
-            result = function(*args)
-            if tracker is not None:
-                tracker.charge(library_cost(name, args, result))
-            return result
         if tracker is not None:
             tracker.charge(call_cost(name, args))
         return function(*args)
 
-    call.__name__ = getattr(function, "__name__", name)
-    return call
+    def library_call(*args: Any) -> Any:  # charged after the call: some costs read the result (join)
+        tracker = _TRACKER.get()
+        result = function(*args)
+        if tracker is not None:
+            tracker.charge(library_cost(name, args, result))
+        return result
+
+    costed = library_call if name in LIBRARY_FUNCTIONS else call
+    costed.__name__ = getattr(function, "__name__", name)
+    return costed
 
 
 class _CostedEvaluator(Evaluator):

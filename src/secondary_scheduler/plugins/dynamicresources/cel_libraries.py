@@ -22,8 +22,9 @@ from typing import Any
 import celpy.celtypes as ct
 import re2
 
-_TRAVERSAL = 0.1
-_REGEX_LENGTH = 0.25
+TRAVERSAL_FACTOR = 0.1
+"""cel-go's and apiserver's string traversal cost factor (a tenth per character)."""
+REGEX_LENGTH_FACTOR = 0.25
 _GO_SPACE = "\t\n\v\f\r \x85\xa0\u1680\u2028\u2029\u202f\u205f\u3000" + "".join(
     map(chr, range(0x2000, 0x200B))
 )
@@ -307,16 +308,24 @@ NAMESPACES = frozenset({"sets", "strings", "lists", "math", "base64", "optional"
 # -- their runtime costs -------------------------------------------------------------------------
 
 
-def _characters(value: Any) -> int:
+def actual_size(value: Any) -> int:
+    """cel-go's actualSize: a string's characters, a bytes' length, a list's or map's elements, else 1."""
     return len(value) if isinstance(value, str | bytes | list | dict) else 1
+
+
+def regex_cost(text: Any, pattern: Any) -> int:
+    """What matching ``pattern`` against ``text`` costs (``matches``, ``find``, ``findAll``)."""
+    return math.ceil((1 + actual_size(text)) * TRAVERSAL_FACTOR) * math.ceil(
+        actual_size(pattern) * REGEX_LENGTH_FACTOR
+    )
 
 
 def _traversal_cost(value: Any) -> int:
     """apiserver's traversalCost: a string's bytes (truncated), a list's elements' traversals, else 1."""
     if isinstance(value, str):
-        return int(len(value.encode()) * _TRAVERSAL)
+        return int(len(value.encode()) * TRAVERSAL_FACTOR)
     if isinstance(value, bytes):
-        return int(len(value) * _TRAVERSAL)
+        return int(len(value) * TRAVERSAL_FACTOR)
     if isinstance(value, list):
         return sum(_traversal_cost(item) for item in value)
     if isinstance(value, dict):
@@ -332,14 +341,13 @@ def library_cost(name: str, args: tuple[Any, ...], result: Any) -> int:
     if name in ("isSorted", "sum", "min", "max", "indexOf", "lastIndexOf"):
         return _traversal_cost(args[0])
     if name in ("lowerAscii", "upperAscii", "substring", "trim"):
-        return math.ceil(_characters(args[0]) * _TRAVERSAL)
+        return math.ceil(actual_size(args[0]) * TRAVERSAL_FACTOR)
     if name in ("replace", "split"):
-        return math.ceil(_characters(args[0]) * 2 * _TRAVERSAL)
+        return math.ceil(actual_size(args[0]) * 2 * TRAVERSAL_FACTOR)
     if name == "join":
-        return math.ceil(_characters(result) * 2 * _TRAVERSAL)
+        return math.ceil(actual_size(result) * 2 * TRAVERSAL_FACTOR)
     if name in ("find", "findAll") and len(args) >= 2:
-        text_cost = math.ceil((1 + _characters(args[0])) * _TRAVERSAL)
-        return text_cost * math.ceil(_characters(args[1]) * _REGEX_LENGTH)
+        return regex_cost(args[0], args[1])
     if name in _SETS_COST_FACTOR and len(args) == 2:
-        return 1 + int(_characters(args[0]) * _characters(args[1]) * _SETS_COST_FACTOR[name])
+        return 1 + int(actual_size(args[0]) * actual_size(args[1]) * _SETS_COST_FACTOR[name])
     return 1
