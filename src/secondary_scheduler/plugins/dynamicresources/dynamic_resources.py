@@ -123,13 +123,11 @@ class AllocationNote:
     (what Reserve takes on the chosen one): ``secsched score`` prints it, one line per node."""
 
     plugin: str
-    claims: list[str]
-    """The keys of the claims to allocate, in the order of each node's AllocationResults."""
     placements: dict[str, Placement]
     """Node -> where the claims fit on it (the cycle's own ``placements``)."""
-    cannot_allocate: list[KubeObject] = field(default_factory=list)
+    cannot_allocate: list[KubeObject]
     """The nodes Filter found the claims do not fit on (the cycle's own list)."""
-    view: ClaimsView | None = None
+    view: ClaimsView
     """What the allocator saw, to say why for each of those (only when the note is printed)."""
 
     @property
@@ -147,6 +145,7 @@ class AllocationNote:
     def lines(self) -> list[str]:
         lines = []
         by_node = self.by_node
+        keys = [claim_key(claim) for claim in self.view.allocator.claims]  # as the results are ordered
         for node in sorted(by_node):
             claims = (
                 f"{claim}: "
@@ -154,12 +153,10 @@ class AllocationNote:
                     f"{r.get('request')}={r.get('driver')}/{r.get('pool')}/{r.get('device')}"
                     for r in _device_results(result)
                 )
-                for claim, result in zip(self.claims, by_node[node], strict=True)
+                for claim, result in zip(keys, by_node[node], strict=True)
             )
             lines.append(f"{node}: {'; '.join(claims)}")
-        if self.view is not None:
-            lines += self.view.rejection_lines(self.cannot_allocate)
-        return lines
+        return lines + self.view.rejection_lines(self.cannot_allocate)
 
 
 def _device_results(allocation: dict[str, Any]) -> list[dict[str, Any]]:
@@ -265,21 +262,18 @@ class DynamicResources(
                 return problem
         if data.to_allocate:
             try:
-                to_allocate = [data.claims[index] for index in data.to_allocate]
-                slices, in_use = self.slices.list(), self._devices_in_use()
                 data.allocator = Allocator(
-                    to_allocate,
+                    [data.claims[index] for index in data.to_allocate],
                     lambda name: self.classes.get(name),
-                    slices,
-                    in_use,
+                    self.slices.list(),
+                    self._devices_in_use(),
                     self.selector_results,
                     self.slice_index,
                 )
             except UnsupportedFeature as error:
                 return Status.unschedulable(str(error), unresolvable=True)
-            keys = [claim_key(data.claims[index]) for index in data.to_allocate]
-            view = ClaimsView(to_allocate, self.classes.get, slices, in_use, self.selector_results)
-            state.add_note(AllocationNote(self.name, keys, data.placements, data.cannot_allocate, view))
+            view = ClaimsView(data.allocator)
+            state.add_note(AllocationNote(self.name, data.placements, data.cannot_allocate, view))
         return SUCCESS
 
     def _check_classes(self, claim: KubeObject) -> Status | None:

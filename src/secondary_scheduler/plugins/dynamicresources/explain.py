@@ -4,23 +4,23 @@ Upstream's Filter says only "cannot allocate all claims". This module says which
 short: no pool of devices reaches the node, a pool is incomplete or invalid, a request's
 device class and selectors match too few devices there, too many of those are taken by other
 claims, or each request alone fits and a ``matchAttribute`` constraint (or the requests
-together) does not. It reads what the allocator reads (slices, classes, devices in use, the
-cached selector verdicts), once per node filtered out and only when ``score`` prints a note,
-never in the scheduler's own cycles.
+together) does not. It reads what the cycle's allocator reads (its classes, devices in use,
+cached selector verdicts and each node's pools from the slice index), once per node filtered
+out and only when ``score`` prints a note right after the cycle, never in the scheduler's own
+cycles.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Any
 
 from secondary_scheduler.framework.aliases import KubeObject
-from secondary_scheduler.plugins.dynamicresources.allocator import DeviceID, SelectorResults
+from secondary_scheduler.plugins.dynamicresources.allocator import Allocator, SelectorResults
 from secondary_scheduler.plugins.dynamicresources.cel_env import SelectorError, compiled
 from secondary_scheduler.plugins.dynamicresources.claims import claim_key
-from secondary_scheduler.plugins.dynamicresources.pools import AllocationError, Pool, gather_pools
+from secondary_scheduler.plugins.dynamicresources.pools import AllocationError, Pool
 
 _NAMED_NODES = 5
 """Nodes named on one line of the same reason; the others counted."""
@@ -28,13 +28,9 @@ _NAMED_NODES = 5
 
 @dataclass(frozen=True)
 class ClaimsView:
-    """What the allocator saw in one cycle: the claims to allocate and the cluster's devices."""
+    """What the cycle's allocator saw: the claims to allocate and the cluster's devices."""
 
-    claims: Sequence[KubeObject]
-    classes: Callable[[str], KubeObject | None]
-    slices: Sequence[KubeObject]
-    in_use: set[DeviceID] | frozenset[DeviceID]
-    selector_results: SelectorResults
+    allocator: Allocator
 
     def rejection_lines(self, nodes: Sequence[KubeObject]) -> list[str]:
         """``<nodes>: cannot allocate: <why>``, the nodes with the same reason on one line (the
@@ -50,25 +46,10 @@ class ClaimsView:
             lines.append(f"{shown}{more}: cannot allocate: {reason}")
         return lines
 
-    @cached_property
-    def _slices_by_node(self) -> tuple[dict[str, list[KubeObject]], list[KubeObject]]:
-        """(node name -> its own slices, slices for several nodes): a node reads only its own."""
-        own: dict[str, list[KubeObject]] = {}
-        shared: list[KubeObject] = []
-        for slice_obj in self.slices:
-            node_name = (slice_obj.get("spec") or {}).get("nodeName")
-            if node_name:
-                own.setdefault(str(node_name), []).append(slice_obj)
-            else:
-                shared.append(slice_obj)
-        return own, shared
-
     def why_not(self, node: KubeObject) -> str:
         """One sentence per short request (or per pool problem), joined: why the claims do not fit."""
-        own, shared = self._slices_by_node
-        name = str((node.get("metadata") or {}).get("name", ""))
         try:
-            pools = gather_pools([*shared, *own.get(name, ())], node)
+            pools = self.allocator.slice_index.pools(node)  # as Filter found them (kept per node)
         except AllocationError as error:
             return str(error)
         if not pools:
@@ -79,12 +60,13 @@ class ClaimsView:
             for pool in pools
             if pool.incomplete or pool.invalid_reason
         ]
-        short = [line for claim in self.claims for line in self._short_requests(claim, pools)]
+        claims = self.allocator.claims
+        short = [line for claim in claims for line in self._short_requests(claim, pools)]
         if short or problems:
             return "; ".join([*problems, *short])
         return "each request alone finds enough free devices here, but not all together: " + (
             f"the claims' constraints ({', '.join(constraints)}) cannot all be met"
-            if (constraints := [c for claim in self.claims for c in _constraints(claim)])
+            if (constraints := [c for claim in claims for c in _constraints(claim)])
             else "the requests compete for the same devices"
         )
 
@@ -108,22 +90,23 @@ class ClaimsView:
     def _count(self, label: str, spec: Mapping[str, Any], pools: Sequence[Pool]) -> tuple[bool, str]:
         """(whether this request alone fits, what it wants against what matches and is free)."""
         class_name = str(spec.get("deviceClassName") or "")
-        device_class = self.classes(class_name)
+        device_class = self.allocator.classes(class_name)
         if device_class is None:
             return False, f"{label}: device class {class_name} does not exist"
         class_selectors = (device_class.get("spec") or {}).get("selectors") or ()
         own_selectors = spec.get("selectors") or ()
         of_class = matching = free = 0
+        results, in_use = self.allocator.selector_results, self.allocator.allocated
         for device_id, slice_obj, index in (device for pool in pools for device in pool.devices):
-            verdict = _selected(class_selectors, slice_obj, index, self.selector_results)
+            verdict = _selected(class_selectors, slice_obj, index, results)
             if verdict is True:
                 of_class += 1
-                verdict = _selected(own_selectors, slice_obj, index, self.selector_results)
+                verdict = _selected(own_selectors, slice_obj, index, results)
             if isinstance(verdict, str):
                 return False, f"{label}: {verdict}"
             if verdict:
                 matching += 1
-                free += device_id not in self.in_use
+                free += device_id not in in_use
         every = (spec.get("allocationMode") or "ExactCount") == "All"
         wanted = "all" if every else str(int(spec.get("count") or 1))
         fits = (0 < matching == free) if every else free >= int(wanted)
