@@ -24,7 +24,6 @@ Run as `python -m secsched_devtools.cluster.dradriver --kubeconfig K`.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -173,9 +172,9 @@ class DraDriver(WatchLoop[list[str]]):
             if error.status != 409:
                 raise
 
-    def desired(self) -> dict[str, tuple[Mapping[str, Any], list[JSON]]]:
-        """Slice name -> (its node, the devices it should list now)."""
-        wanted: dict[str, tuple[Mapping[str, Any], list[JSON]]] = {}
+    def desired(self) -> dict[str, JSON]:
+        """Slice name -> the slice it should be now (at generation 1: see `_next_generation`)."""
+        wanted: dict[str, JSON] = {}
         for node in self.nodes.objects.values():
             meta = node["metadata"]
             if KWOK_ANNOTATION not in (meta.get("annotations") or {}):
@@ -190,36 +189,32 @@ class DraDriver(WatchLoop[list[str]]):
                 continue
             self._refused.pop(name, None)
             if gpus is not None:
-                wanted[slice_name(name)] = (node, gpu_devices(gpus))
+                wanted[slice_name(name)] = resource_slice(node, gpu_devices(gpus))
         return wanted
 
     async def reconcile(self) -> list[str]:
-        wanted = self.desired()
-        current = {str(obj["metadata"]["name"]): obj for obj in self.slices.objects.values()}
-        written = []
-        for name, (node, devices) in sorted(wanted.items()):
-            existing = current.get(name)
-            owner_uid = node["metadata"].get("uid")
-            if existing is not None:
-                owners = existing["metadata"].get("ownerReferences") or [{}]
-                if existing["spec"].get("devices") == devices and owners[0].get("uid") == owner_uid:
-                    continue
-            try:
-                if existing is None:
-                    await self.api.create(SLICES, resource_slice(node, devices))
-                else:
-                    generation = int(existing["spec"]["pool"].get("generation", 0)) + 1
-                    body = resource_slice(node, devices, generation)
-                    body["metadata"]["resourceVersion"] = existing["metadata"]["resourceVersion"]
-                    await self.api.replace(f"{SLICES}/{name}", body)
-                written.append(name)
-            except ApiError as error:
-                log.info("%s: write refused (%s); retrying on the next pass", name, error)
-        for name in sorted(set(current) - set(wanted)):
-            with contextlib.suppress(ApiError):
-                await self.api.delete(f"{SLICES}/{name}")
-                written.append(f"{name} (deleted)")
-        return written
+        written, deleted = await self.write_objects(
+            SLICES, self.slices, self.desired(), _same_slice, _next_generation
+        )
+        return written + [f"{name} (deleted)" for name in deleted]
+
+
+def _owner_uid(slice_object: JSON) -> Any:
+    """The uid of the Node that owns the slice (None when it names none)."""
+    return (slice_object["metadata"].get("ownerReferences") or [{}])[0].get("uid")
+
+
+def _same_slice(existing: JSON, desired: JSON) -> bool:
+    """The same devices, owned by the same Node (a node deleted and created again has a new uid)."""
+    same_devices = existing["spec"].get("devices") == desired["spec"]["devices"]
+    return same_devices and _owner_uid(existing) == _owner_uid(desired)
+
+
+def _next_generation(existing: JSON, desired: JSON) -> JSON:
+    """A rewritten slice's pool goes one generation up, as a driver's does when its devices change."""
+    generation = int(existing["spec"]["pool"].get("generation", 0)) + 1
+    pool = {**desired["spec"]["pool"], "generation": generation}
+    return {**desired, "spec": {**desired["spec"], "pool": pool}}
 
 
 def main() -> None:

@@ -27,14 +27,13 @@ Run as `python -m secsched_devtools.cluster.topologyexporter --kubeconfig K`.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from secondary_scheduler.kube.client import JSON, ApiClient, ApiError
+from secondary_scheduler.kube.client import JSON, ApiClient
 from secondary_scheduler.kube.quantity import QuantityError, parse_quantity
 from secondary_scheduler.plugins.noderesourcetopology import fingerprint
 from secondary_scheduler.plugins.noderesourcetopology.podresources import (
@@ -343,31 +342,9 @@ class TopologyExporter(WatchLoop[list[str]]):
         return wanted
 
     async def reconcile(self) -> list[str]:
-        wanted = self.desired()
-        current = {str(obj["metadata"]["name"]): obj for obj in self.topologies.objects.values()}
-        written = []
-        for name, obj in wanted.items():
-            existing = current.get(name)
-            if existing is not None and _content(existing) == _content(obj):
-                continue
-            try:
-                if existing is None:
-                    await self.api.create(NRTS, obj)
-                else:
-                    body = {
-                        **obj,
-                        "metadata": {
-                            **obj["metadata"],
-                            "resourceVersion": existing["metadata"]["resourceVersion"],
-                        },
-                    }
-                    await self.api.replace(f"{NRTS}/{name}", body)
-                written.append(name)
-            except ApiError as error:
-                log.info("%s: write refused (%s); retrying on the next pass", name, error)
-        for name in sorted(set(current) - set(wanted)):
-            with contextlib.suppress(ApiError):
-                await self.api.delete(f"{NRTS}/{name}")
+        written, _ = await self.write_objects(
+            NRTS, self.topologies, self.desired(), lambda existing, obj: _content(existing) == _content(obj)
+        )
         return written
 
 

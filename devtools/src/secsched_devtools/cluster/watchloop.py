@@ -1,7 +1,8 @@
 """The loop the local cluster's own controllers share (storage provisioner, topology exporter,
 DRA driver): reflectors fill stores that wake one reconcile pass; a pass runs after every change
 and every ``resync_seconds`` in any case, and waits with backoff while the API server is away.
-A subclass says what one pass does and what it logs."""
+A subclass says what one pass does and what it logs; a publisher's pass can hand its desired
+objects to ``write_objects``."""
 
 from __future__ import annotations
 
@@ -9,9 +10,10 @@ import asyncio
 import contextlib
 import logging
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
 from typing import Generic, TypeVar
 
-from secondary_scheduler.kube.client import ApiClient, ApiUnavailable
+from secondary_scheduler.kube.client import JSON, ApiClient, ApiError, ApiUnavailable
 from secondary_scheduler.kube.reflector import Reflector
 from secondary_scheduler.kube.store import ObjectStore
 
@@ -38,6 +40,44 @@ class WatchLoop(ABC, Generic[Outcome]):
         store = ObjectStore(self.wake.set)
         self.reflectors.append(Reflector(self.api, path, store, params=params, name=name))
         return store
+
+    async def write_objects(
+        self,
+        collection: str,
+        current: ObjectStore,
+        wanted: Mapping[str, JSON],
+        same: Callable[[JSON, JSON], bool],
+        replacement: Callable[[JSON, JSON], JSON] = lambda existing, desired: desired,
+    ) -> tuple[list[str], list[str]]:
+        """Make the objects of ``collection`` that ``current`` holds be ``wanted`` (by name): create
+        the missing, replace those not ``same(existing, desired)`` with ``replacement(existing,
+        desired)`` at the existing resourceVersion, delete the rest. Returns the names written and
+        those deleted; a refused write is logged and tried again on the next pass."""
+        existing_by_name = {str(obj["metadata"]["name"]): obj for obj in current.objects.values()}
+        written: list[str] = []
+        for name, desired in sorted(wanted.items()):
+            existing = existing_by_name.get(name)
+            if existing is not None and same(existing, desired):
+                continue
+            try:
+                if existing is None:
+                    await self.api.create(collection, desired)
+                else:
+                    body = replacement(existing, desired)
+                    metadata = {
+                        **body["metadata"],
+                        "resourceVersion": existing["metadata"]["resourceVersion"],
+                    }
+                    await self.api.replace(f"{collection}/{name}", {**body, "metadata": metadata})
+                written.append(name)
+            except ApiError as error:
+                log.info("%s: write refused (%s); retrying on the next pass", name, error)
+        deleted: list[str] = []
+        for name in sorted(set(existing_by_name) - set(wanted)):
+            with contextlib.suppress(ApiError):
+                await self.api.delete(f"{collection}/{name}")
+                deleted.append(name)
+        return written, deleted
 
     async def run(self, stop: asyncio.Event) -> None:
         """Watch and reconcile until `stop` is set; whatever is in flight then is abandoned."""
