@@ -236,19 +236,20 @@ class Framework:
         in upstream's words (RunPreFilterPlugins).
         """
         rejection = SUCCESS
-        allowed: frozenset[str] | None = None
-        narrowed_by: set[str] = set()
-        state.pre_filter_nodes, state.pre_filter_narrowed_by = None, frozenset()
         for plugin in self.pre_filter_plugins:
             try:
                 result = plugin.pre_filter(state, pod, table)
-                status = (
-                    SUCCESS
-                    if isinstance(result, PreFilterResult)
-                    else self._status_of("PreFilter", plugin.name, result)
-                )
             except Exception as error:
-                result, status = None, Status.error(self._fault("PreFilter", plugin.name, error))
+                result = Status.error(self._fault("PreFilter", plugin.name, error))
+            if isinstance(result, PreFilterResult):  # a success that narrows the nodes
+                allowed = state.pre_filter_nodes
+                state.pre_filter_nodes = result.node_names if allowed is None else allowed & result.node_names
+                state.pre_filter_narrowed_by |= {plugin.name}
+                if not state.pre_filter_nodes:
+                    message = _no_node_left(state.pre_filter_narrowed_by)
+                    return Status.unschedulable(message, unresolvable=True)
+                continue
+            status = self._status_of("PreFilter", plugin.name, result)
             if status.is_skip:
                 state.skip_filter_plugins.add(plugin.name)
             elif status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
@@ -259,12 +260,6 @@ class Framework:
                 return Status.error(
                     f'running PreFilter plugin "{plugin.name}": {status.message}'
                 ).with_plugin(plugin.name)
-            elif isinstance(result, PreFilterResult):
-                allowed = result.node_names if allowed is None else allowed & result.node_names
-                narrowed_by.add(plugin.name)
-                state.pre_filter_nodes, state.pre_filter_narrowed_by = allowed, frozenset(narrowed_by)
-                if not allowed:
-                    return Status.unschedulable(_no_node_left(narrowed_by), unresolvable=True)
         return rejection
 
     def run_filter_plugins(
@@ -625,7 +620,7 @@ class Framework:
                 log.error('running PostBind plugin "%s" for pod %s: %s', post_bind.name, pod.key, fault)
 
 
-def _no_node_left(plugins: set[str]) -> str:
+def _no_node_left(plugins: frozenset[str]) -> str:
     """Upstream's words when the plugins' node names have nothing in common."""
     if len(plugins) == 1:
         return f"node(s) didn't satisfy plugin {next(iter(plugins))}"
