@@ -49,8 +49,6 @@ from secondary_scheduler.scheduler.server import HealthServer, tls_context
 log = logging.getLogger("secsched.scheduler")
 LOST_LEADERSHIP = 1
 """The exit code once leadership is lost (kube-scheduler's): the pod restarts and rejoins."""
-SHUTDOWN_GRACE = 5.0
-"""Seconds a SIGTERM-ed leader lets its bindings in flight finish before it stops them."""
 
 DEFAULT_CONFIG = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
 
@@ -420,9 +418,7 @@ async def run(flags: SchedulerFlags, registry: Registry) -> int:
             if not stop.is_set():
                 exit_code = await _lead_and_schedule(scheduler, election_api, leader_config, metrics, stop)
         finally:
-            # Leadership lost: another replica may lead already, so no binding in flight may go
-            # on from here (kube-scheduler exits at once); a shutdown lets them finish a moment.
-            await scheduler.stop(grace=0.0 if exit_code == LOST_LEADERSHIP else SHUTDOWN_GRACE)
+            await scheduler.stop()
             await server.stop()
         log.info("scheduler stopped")
         return exit_code
@@ -494,6 +490,9 @@ async def _lead_and_schedule(
     lost = holding is not None and holding in done
     for task in watchers:
         task.cancel()
+    if lost:  # before anything else runs: another replica may lead already
+        scheduler.abandon_in_flight()
+    for task in watchers:
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await task
     error = scheduling.exception() if scheduling in done else None

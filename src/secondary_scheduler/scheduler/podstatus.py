@@ -90,6 +90,11 @@ class PodStatusWriter:
         """Patches not yet sent (for tests and the debugging dump)."""
         return len(self._order)
 
+    def abandon(self) -> None:
+        """Stop the patches being sent now; what is unsent stays unsent (``close`` drops it)."""
+        for task in self._workers:
+            task.cancel()
+
     async def close(self, grace: float) -> None:
         """Send what is pending for up to ``grace`` seconds, then drop the rest."""
         if self._workers:

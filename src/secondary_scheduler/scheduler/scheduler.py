@@ -164,6 +164,13 @@ class Scheduler:
             # late Unreserve waits for the queue to go idle instead (``handle.when_idle``).
             await asyncio.sleep(0)
 
+    def abandon_in_flight(self) -> None:
+        """Leadership is lost: stop the bindings and status writes in flight at once, without
+        the grace ``stop`` gives them (another replica may lead already; kube-scheduler exits)."""
+        for task in self._tasks:
+            task.cancel()
+        self.pod_status.abandon()
+
     async def stop(self, grace: float = 5.0) -> None:
         """Wait a little for bindings in flight, then stop everything we started."""
         if self._tasks:
