@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 
 from bench.objects import create_objects, delete_each
-from secondary_scheduler.kube.client import JSON, ApiClient, ApiError
+from secondary_scheduler.kube.client import JSON, ApiClient
 from secondary_scheduler.kube.wait import poll_until
 from secsched_devtools.cluster import dradriver
 
@@ -65,12 +65,8 @@ def claim_pod(pod: JSON) -> None:
 
 
 async def publish(api: ApiClient, node_objects: Sequence[JSON], concurrency: int) -> None:
-    """The DeviceClass and every node's slice."""
-    try:
-        await api.create(dradriver.CLASSES, dradriver.device_class())
-    except ApiError as error:
-        if not error.conflict:  # a cluster running the fake driver has the class already
-            raise
+    """The DeviceClass (a cluster running the fake driver has it already) and every node's slice."""
+    await dradriver.ensure_device_class(api)
     await create_objects(api, dradriver.SLICES, slice_manifests(node_objects), concurrency)
 
 

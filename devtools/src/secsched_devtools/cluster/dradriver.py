@@ -148,6 +148,15 @@ def device_class() -> JSON:
     }
 
 
+async def ensure_device_class(api: ApiClient) -> None:
+    """Create the driver's DeviceClass unless it is there already (the driver and bench.dra both do)."""
+    try:
+        await api.create(CLASSES, device_class())
+    except ApiError as error:
+        if not error.conflict:
+            raise
+
+
 class DraDriver(WatchLoop[list[str]]):
     """Watches nodes; each pass makes the driver's slices match the nodes' labels."""
 
@@ -158,19 +167,12 @@ class DraDriver(WatchLoop[list[str]]):
         self._refused: dict[str, str] = {}
 
     async def started(self) -> None:
-        await self._ensure_class()
+        await ensure_device_class(self.api)
         log.info("watching nodes; publishing ResourceSlices of %s", DRIVER)
 
     def reconciled(self, outcome: list[str]) -> None:
         if outcome:
             log.info("ResourceSlices written or deleted: %s", ", ".join(outcome))
-
-    async def _ensure_class(self) -> None:
-        try:
-            await self.api.create(CLASSES, device_class())
-        except ApiError as error:
-            if error.status != 409:
-                raise
 
     def desired(self) -> dict[str, JSON]:
         """Slice name -> the slice it should be now (at generation 1: see `_next_generation`)."""
