@@ -52,6 +52,16 @@ GPU_SELECTORS = (
     'has(device.attributes["example.com"].rack) && device.attributes["example.com"].rack == "r1"',
     f'device.attributes["{GPU_DRIVER}"].model.startsWith("a")'
     f' || device.attributes["{GPU_DRIVER}"].index == 0',
+    # Kubernetes' CEL libraries beyond standard CEL: ext.Strings, lists, ext.Sets, regex.
+    f'device.attributes["{GPU_DRIVER}"].model.upperAscii() == "A100"',
+    f'device.attributes["{GPU_DRIVER}"].model.indexOf("1") >= 0',
+    f'device.attributes["{GPU_DRIVER}"].model.split("1").size() > 1',
+    f'["a100", "h100"].indexOf(device.attributes["{GPU_DRIVER}"].model) >= 0',
+    # Both elements dyn: upstream's checker refuses a list literal mixing types (homogeneous
+    # aggregate literals), e.g. [dyn, 1], at compile time; ours evaluates it (docs/plugin-support.md).
+    f'[device.attributes["{GPU_DRIVER}"].index, device.attributes["{GPU_DRIVER}"].numa].max() >= 1',
+    f'sets.contains(["a100", "t4"], [device.attributes["{GPU_DRIVER}"].model])',
+    f'device.attributes["{GPU_DRIVER}"].model.find("[0-9]+") == "100"',
 )
 NIC_SELECTORS = (
     f'device.attributes["{NIC_DRIVER}"].speed >= 25',
