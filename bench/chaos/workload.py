@@ -18,6 +18,7 @@ reuse the benchmark's builders (`bench.workloadclasses`, `bench.storage`, `bench
 from __future__ import annotations
 
 import random
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -67,11 +68,7 @@ class Workload:
 
     def counts(self) -> dict[str, int]:
         """Pods of each kind (the label ``chaos-kind``)."""
-        counts: dict[str, int] = {}
-        for pod in self.pods:
-            kind = pod["metadata"]["labels"]["chaos-kind"]
-            counts[kind] = counts.get(kind, 0) + 1
-        return counts
+        return dict(Counter(pod["metadata"]["labels"]["chaos-kind"] for pod in self.pods))
 
 
 def _toleration() -> JSON:
