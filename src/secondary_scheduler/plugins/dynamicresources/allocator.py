@@ -413,23 +413,21 @@ class Allocator:
 
     def _search(self, node: KubeObject, pools: list[Pool]) -> Placement | None:
         search = _Search(self.claims, pools, self.allocated, self.selector_results)
-        if self._same_on_every_node is not None:
-            search.requests, search.request_counts = self._same_on_every_node
-            for claim in self.claims:
-                search.constraints.append(self._constraints(claim))
-                search.chosen.append([])
-        else:
-            for claim_index, claim in enumerate(self.claims):
+        shared = self._same_on_every_node
+        if shared is not None:
+            search.requests, search.request_counts = shared
+        for claim_index, claim in enumerate(self.claims):
+            if shared is None:
                 search.request_counts.append(self._add_requests(search, claim_index, claim))
-                search.constraints.append(self._constraints(claim))
-                search.chosen.append([])
-            if all(request.all_devices is None for request in search.requests.values()):
-                self._same_on_every_node = (search.requests, search.request_counts)
+            search.constraints.append(self._constraints(claim))
+            search.chosen.append([])
+        if shared is None and all(request.all_devices is None for request in search.requests.values()):
+            self._same_on_every_node = (search.requests, search.request_counts)
         if not search.run():
             return None
         node_name = str((node.get("metadata") or {}).get("name", ""))
         selectors = [_node_selector(chosen, node_name) for chosen in search.chosen]
-        return Placement(self, search, selectors)
+        return Placement(search, selectors)
 
     def _add_requests(self, search: _Search, claim_index: int, claim: KubeObject) -> int:
         """Validate the claim's requests into ``search.requests``; how many there are."""
@@ -444,29 +442,19 @@ class Allocator:
         for request_index, request in enumerate(requests):
             name = str(request.get("name", ""))
             subrequests = request.get("firstAvailable") or ()
-            if subrequests:
-                counts = []
-                for sub_index, sub in enumerate(subrequests):
-                    cache_key = (claim_index, request_index, max(sub_index - 1, 0))
-                    added = self._request(
-                        search, claim_index, claim, str(sub.get("name", "")), name, sub, verdicts, cache_key
-                    )
-                    search.requests[(claim_index, request_index, sub_index)] = added
-                    counts.append(added.count)
-                fewest = min(counts)
-            else:
-                added = self._request(
-                    search,
-                    claim_index,
-                    claim,
-                    name,
-                    None,
-                    request.get("exactly") or {},
-                    verdicts,
-                    (claim_index, request_index, 0),
-                )
-                search.requests[(claim_index, request_index, 0)] = added
-                fewest = added.count
+            # (name, parent, spec) of each alternative: the subrequests in order, or the request itself.
+            alternatives: list[tuple[str, str | None, Mapping[str, Any]]] = (
+                [(str(sub.get("name", "")), name, sub) for sub in subrequests]
+                if subrequests
+                else [(name, None, request.get("exactly") or {})]
+            )
+            counts = []
+            for sub_index, (own_name, parent, spec) in enumerate(alternatives):
+                cache_key = (claim_index, request_index, max(sub_index - 1, 0))
+                added = self._request(search, claim_index, claim, own_name, parent, spec, verdicts, cache_key)
+                search.requests[(claim_index, request_index, sub_index)] = added
+                counts.append(added.count)
+            fewest = min(counts)
             if fewest > ALLOCATION_RESULTS_MAX_SIZE - needed:
                 raise AllocationError(
                     f"claim {_claim_key(claim)}, request {name}: adding {fewest} devices exceeds the claim "
@@ -560,11 +548,22 @@ class Allocator:
             constraints.append(_Constraint(frozenset(constraint.get("requests") or ()), str(attribute)))
         return constraints
 
-    def allocation_result(
-        self, search: _Search, claim_index: int, claim: KubeObject, node_selector: dict[str, Any] | None
-    ) -> dict[str, Any]:
+
+@dataclass(frozen=True)
+class Placement:
+    """Where the claims fit on one node: the search's choices, and each claim's node selector
+    (found with the choices: a slice selector upstream cannot express fails the node's Filter)."""
+
+    search: _Search
+    node_selectors: list[dict[str, Any] | None]
+
+    def results(self) -> list[dict[str, Any]]:
+        """One AllocationResult per claim (as the API spells it), built anew on each call."""
+        return [self._result(index, claim) for index, claim in enumerate(self.search.claims)]
+
+    def _result(self, claim_index: int, claim: KubeObject) -> dict[str, Any]:
         results = []
-        for chosen in search.chosen[claim_index]:
+        for chosen in self.search.chosen[claim_index]:
             entry: dict[str, Any] = {
                 "request": chosen.request.full_name,
                 "driver": chosen.device_id.driver,
@@ -575,17 +574,18 @@ class Allocator:
                 entry["adminAccess"] = True
             results.append(entry)
         devices: dict[str, Any] = {"results": results}
-        config = self._config(search, claim_index, claim)
+        config = self._config(claim_index, claim)
         if config:
             devices["config"] = config
         allocation: dict[str, Any] = {"devices": devices}
+        node_selector = self.node_selectors[claim_index]
         if node_selector is not None:
             allocation["nodeSelector"] = node_selector
         return allocation
 
-    @staticmethod
-    def _config(search: _Search, claim_index: int, claim: KubeObject) -> list[dict[str, Any]]:
+    def _config(self, claim_index: int, claim: KubeObject) -> list[dict[str, Any]]:
         """Class configs (once per class, listing every request that used it), then the claim's own."""
+        search = self.search
         config: list[dict[str, Any]] = []
         by_class: dict[str, tuple[int, int]] = {}
         picked = [
@@ -615,23 +615,6 @@ class Allocator:
                 if base in names or (request.parent is not None and request.full_name in names):
                     config.append(dict(from_claim))
         return config
-
-
-@dataclass(frozen=True)
-class Placement:
-    """Where the claims fit on one node: the search's choices, and each claim's node selector
-    (found with the choices: a slice selector upstream cannot express fails the node's Filter)."""
-
-    allocator: Allocator
-    search: _Search
-    node_selectors: list[dict[str, Any] | None]
-
-    def results(self) -> list[dict[str, Any]]:
-        """One AllocationResult per claim (as the API spells it), built anew on each call."""
-        return [
-            self.allocator.allocation_result(self.search, index, claim, self.node_selectors[index])
-            for index, claim in enumerate(self.allocator.claims)
-        ]
 
 
 def _without(entry: Mapping[str, Any], key: str) -> dict[str, Any]:

@@ -181,7 +181,7 @@ class SliceIndex:
 
     def refresh(self, slices: Sequence[KubeObject]) -> None:
         """Take the cycle's slices; the cached pools of nodes whose slices changed are dropped."""
-        if len(slices) == len(self._slices) and all(map(operator.is_, slices, self._slices)):
+        if _same(slices, self._slices):
             return
         node_local: dict[str, list[KubeObject]] = {}
         shared: list[KubeObject] = []
