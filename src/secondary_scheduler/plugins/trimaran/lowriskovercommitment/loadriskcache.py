@@ -31,18 +31,25 @@ class LoadRiskCache:
         self.args = args
         self._table: NodeTable | None = None
         self._version = -1
-        self._known: BoolArray = np.zeros(0, dtype=np.bool_)
-        self._amounts: IntArray = np.zeros((0, 6), dtype=np.int64)
+        self._empty(0)
+
+    def _empty(self, size: int) -> None:
+        """Room for ``size`` slots, none known (the other rows are never read before written)."""
+        self._known: BoolArray = np.zeros(size, dtype=np.bool_)
+        self._amounts: IntArray = np.zeros((size, 6), dtype=np.int64)
         """Per slot: cpu capacity, requests, limits, then memory's."""
-        self._usage: FloatArray = np.zeros((0, 4), dtype=np.float64)
+        self._usage: FloatArray = np.zeros((size, 4), dtype=np.float64)
         """Per slot: cpu avg, stdev, then memory's."""
-        self._valid: BoolArray = np.zeros((0, 2), dtype=np.bool_)
-        self._risks: FloatArray = np.zeros((0, 2), dtype=np.float64)
+        self._valid: BoolArray = np.zeros((size, 2), dtype=np.bool_)
+        self._risks: FloatArray = np.zeros((size, 2), dtype=np.float64)
         """Per slot: the cpu and memory load risks computed from the row's inputs."""
 
     def risks(self, table: NodeTable, nodes: Slots, arrays: NodeArrays) -> LoadRisks:
         """``scoring.load_risks(arrays, args)`` for ``arrays`` (one entry per slot of ``nodes``)."""
-        self._follow(table, nodes)
+        if table is not self._table or table.slots_version != self._version:
+            # Another table or slot layout (a node came or went, the table grew): start over.
+            self._table, self._version = table, table.slots_version
+            self._empty(table.capacity)
         amounts = np.column_stack(
             [
                 arrays.cpu.capacity,
@@ -76,28 +83,6 @@ class LoadRiskCache:
             self._known[slots] = True
         risks = self._risks[nodes]
         return LoadRisks(cpu=risks[:, 0], memory=risks[:, 1])
-
-    def _follow(self, table: NodeTable, nodes: Slots) -> None:
-        """Forget everything when the table or its slot layout changed; make room for ``nodes``."""
-        if table is not self._table or table.slots_version != self._version:
-            self._table, self._version = table, table.slots_version
-            self._known = np.zeros(0, dtype=np.bool_)
-        size = int(nodes.max()) + 1 if len(nodes) else 0
-        if size > len(self._known):
-            grow = size - len(self._known)
-            self._known = np.concatenate([self._known, np.zeros(grow, dtype=np.bool_)])
-            self._amounts = _grown(self._amounts, size)
-            self._usage = _grown(self._usage, size)
-            self._valid = _grown(self._valid, size)
-            self._risks = _grown(self._risks, size)
-
-
-def _grown(rows: np.ndarray, size: int) -> np.ndarray:
-    """``rows`` with zero rows appended up to ``size`` (the contents of new rows are never read
-    before they are written: ``_known`` says which rows hold something)."""
-    if len(rows) >= size:
-        return rows
-    return np.concatenate([rows, np.zeros((size - len(rows), *rows.shape[1:]), dtype=rows.dtype)])
 
 
 def _rows(arrays: NodeArrays, index: IntArray) -> NodeArrays:
