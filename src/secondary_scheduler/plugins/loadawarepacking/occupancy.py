@@ -15,6 +15,8 @@ from secondary_scheduler.framework.aliases import BoolArray, IntArray, Slots
 from secondary_scheduler.framework.nodetable import NodeTable
 from secondary_scheduler.framework.podinfo import PodInfo
 
+INDEX_NAME = "loadawarepacking/workload"
+"""One index per table, whatever the profiles: what it counts depends on no plugin argument."""
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 """Set by the kubelet on the API's copy of a static pod (kube-proxy, control-plane parts)."""
 
@@ -61,3 +63,8 @@ class WorkloadPods:
             grown = np.zeros(size, dtype=np.int64)
             grown[: len(self.count)] = self.count
             self.count = grown
+
+
+def workload_pods(table: NodeTable) -> WorkloadPods:
+    """The table's ``WorkloadPods``, built on first use."""
+    return table.index(INDEX_NAME, WorkloadPods)

@@ -28,7 +28,7 @@ from secondary_scheduler.plugins.loadawarepacking.events import DegradedMetricsE
 from secondary_scheduler.plugins.loadawarepacking.history import NodeHistory
 from secondary_scheduler.plugins.loadawarepacking.inflight import InFlightPods, Window
 from secondary_scheduler.plugins.loadawarepacking.notes import LoadAwareNote
-from secondary_scheduler.plugins.loadawarepacking.occupancy import WorkloadPods
+from secondary_scheduler.plugins.loadawarepacking.occupancy import workload_pods
 from secondary_scheduler.plugins.loadawarepacking.scoring import (
     over_threshold,
     predicted_percent,
@@ -84,7 +84,6 @@ class LoadAwarePacking(TrimaranPlugin, ScorePlugin, FilterPlugin):
         self._estimated_gauge = degraded.labels(self.name, NO_METRICS_ESTIMATED)
         self._unscored_gauge = degraded.labels(self.name, NO_METRICS_UNSCORED)
         self._inflight_gauge = self.telemetry.inflight_pods.labels(self.name)
-        self._workload_index = f"loadawarepacking/workload/{id(self)}"
         self.events = DegradedMetricsEvents(handle, self.name)
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
@@ -113,7 +112,7 @@ class LoadAwarePacking(TrimaranPlugin, ScorePlugin, FilterPlugin):
         if self.args.scoring_strategy == "PackToTarget" and self.estimator.global_ratio is not None:
             scores = score_packed(prediction.percent, target)
         else:  # packing on a guess of the pods' scale packs to an unknown: balance until a lesson
-            empty = table.index(self._workload_index, WorkloadPods).empty(nodes)
+            empty = workload_pods(table).empty(nodes)
             percent = with_opening_cost(prediction.percent, empty, self.args.opening_cost, target)
             scores = score_balanced(percent, target)
         state.add_note(prediction.note)
