@@ -168,6 +168,8 @@ class SliceIndex:
     own slices changed gather their pools again (all of them if a slice for several nodes
     changed); a pool's device IDs are built once with it. Nodes are matched by name, and also
     by object when slices for several nodes exist (their node selectors read the node's labels).
+    A node without slices of its own shares the pools of every node that the same slices for
+    several nodes serve (they are the same pools), so Filter does not gather them per node.
     """
 
     def __init__(self) -> None:
@@ -178,6 +180,9 @@ class SliceIndex:
         """Slices for ``allNodes``, a ``nodeSelector`` (or that say nothing: skipped per node)."""
         self._pools: dict[str, tuple[KubeObject, list[Pool]]] = {}
         """Node name -> (the node object the pools were gathered for, its pools)."""
+        self._shared_pools: dict[tuple[int, ...], list[Pool]] = {}
+        """The positions in ``_shared`` of the slices a node without slices of its own matches ->
+        their pools (bounded by the distinct sets of slices nodes match, not by the nodes)."""
 
     def refresh(self, slices: Sequence[KubeObject]) -> None:
         """Take the cycle's slices; the cached pools of nodes whose slices changed are dropped."""
@@ -193,6 +198,7 @@ class SliceIndex:
                 shared.append(slice_obj)
         if not _same(shared, self._shared):
             self._pools.clear()
+            self._shared_pools.clear()
         else:
             changed = [
                 name
@@ -211,12 +217,26 @@ class SliceIndex:
         name = str((node.get("metadata") or {}).get("name", ""))
         own = self._node_local.get(name)
         if own is None:
-            return gather_pools(self._shared, node) if self._shared else []
+            return self._pools_of_shared(node) if self._shared else []
         cached = self._pools.get(name)
         if cached is not None and (not self._shared or cached[0] is node):
             return cached[1]
         pools = gather_pools([*self._shared, *own], node)
         self._pools[name] = (node, pools)
+        return pools
+
+    def _pools_of_shared(self, node: KubeObject) -> list[Pool]:
+        """The pools of the slices for several nodes that serve ``node``: gathered once per set
+        of slices served (a refusal is not kept, so it is raised each time)."""
+        served = tuple(
+            position
+            for position, slice_obj in enumerate(self._shared)
+            if _slice_matches_node(slice_obj.get("spec") or {}, node)
+        )
+        pools = self._shared_pools.get(served)
+        if pools is None:
+            pools = gather_pools(self._shared, node)
+            self._shared_pools[served] = pools
         return pools
 
 

@@ -62,3 +62,22 @@ def test_matches_gather_pools_and_refuses_each_time() -> None:
     slices = [slice_("s1", device("gpu-0"), count=2), slice_("s2", device("gpu-1"), count=2)]
     index.refresh(slices)
     assert index.pools(NODE) == gather_pools(slices, NODE)
+
+
+def test_nodes_served_by_the_same_slices_for_several_nodes_share_their_pools() -> None:
+    zone_a = {
+        "nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}]
+    }
+    slices = [
+        slice_("everywhere", device("nic-0"), node=None, allNodes=True, pool="all"),
+        slice_("zone-a", device("gpu-0"), node=None, nodeSelector=zone_a),
+    ]
+    index = SliceIndex()
+    index.refresh(slices)
+    one, two = NODE, {"metadata": {"name": "node-9", "labels": {"zone": "a"}}}
+    elsewhere = {"metadata": {"name": "node-8", "labels": {"zone": "b"}}}
+    assert index.pools(one) is index.pools(two)
+    assert index.pools(one) == gather_pools(slices, one)
+    assert device_names(index, elsewhere) == ["nic-0"]
+    index.refresh(slices[:1])
+    assert device_names(index, one) == ["nic-0"]
