@@ -301,6 +301,8 @@ class SecschedTrace:
                 if usage is None:
                     record = _parse_record(obj, path, number)
                     t = record.t
+                    if batching and type(record) is UsageSample:  # a doubted line, valid after all
+                        usage = (t, record.key, record.cpu, record.memory)
                 else:
                     t = usage[0]
                 if t < previous_t:
@@ -313,25 +315,18 @@ class SecschedTrace:
                         "sort the records by t (the format is in time order)",
                     )
                 previous_t = t
-                if batching:
-                    if record is None or type(record) is UsageSample:
-                        if keys and t != at:
-                            yield UsageBatch(at, keys, np.array(cpus), np.array(memories))
-                            keys, cpus, memories = [], [], []
-                        at = t
-                        if usage is not None:
-                            keys.append(usage[1])
-                            cpus.append(usage[2])
-                            memories.append(usage[3])
-                        else:
-                            assert type(record) is UsageSample
-                            keys.append(record.key)
-                            cpus.append(record.cpu)
-                            memories.append(record.memory)
-                        continue
-                    if keys:
+                if usage is not None:  # batching: the sample joins its instant's batch
+                    if keys and t != at:
                         yield UsageBatch(at, keys, np.array(cpus), np.array(memories))
                         keys, cpus, memories = [], [], []
+                    at = t
+                    keys.append(usage[1])
+                    cpus.append(usage[2])
+                    memories.append(usage[3])
+                    continue
+                if keys:
+                    yield UsageBatch(at, keys, np.array(cpus), np.array(memories))
+                    keys, cpus, memories = [], [], []
                 assert record is not None
                 if type(record) is PodArrival:
                     still = alive.get(record.key)
