@@ -823,6 +823,8 @@ class Generator:
         slices = dra_cases.resource_slices(rng, nodes, features)
         held = dra_cases.held_claims(rng, slices, pods, features)
         _entries, claims = dra_cases.pod_claims(rng, pod, held, features)
+        if dra_cases.pool_order_matters(slices, claims):
+            features.add(dra_cases.POOL_ORDER_DEPENDENT)
         objects += [*dra_cases.device_classes(), *slices, *held, *claims]
 
     def _metrics(self, rng: random.Random, snapshot: JSON, features: set[str], every_node: bool) -> None:

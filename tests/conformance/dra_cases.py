@@ -384,3 +384,51 @@ def pod_claims(
     if statuses:
         pod.setdefault("status", {})["resourceClaimStatuses"] = statuses
     return entries, objects
+
+
+POOL_ORDER_DEPENDENT = "dra:pool-order-dependent"
+"""A case whose devices per claim depend on which pool the allocator visits first (see below)."""
+
+_PINNED_TO_GPU = {f'device.driver == "{GPU_DRIVER}"', f'device.driver != "{NIC_DRIVER}"'}
+
+
+def pool_order_matters(slices: list[JSON], objects: list[JSON]) -> bool:
+    """Whether the pod's claims may get different subrequests depending on the pools' order.
+
+    Upstream visits a node's pools in Go map order (random). Which devices a search takes
+    first then differs by run; whether it succeeds does not (it backtracks through every
+    choice), but the subrequest of a ``firstAvailable`` list it settles on can: an earlier
+    request that takes a GPU instead of a NIC leaves the list's first subrequest a GPU short
+    (one such case: upstream answered ``sub-0`` in 7 of 12 runs, ``sub-1`` in 5). So when a
+    request can draw from two pools of a node (an ``any-device`` request not pinned to the GPU
+    driver, or a NIC request with both the zone's and the shared NIC pool published) and a
+    ``firstAvailable`` list of the pod wants devices of the same drivers, only feasibility and
+    messages are comparable.
+    """
+    specs = [
+        (obj.get("spec") or {}).get("spec", obj.get("spec")) or {}
+        for obj in objects
+        if obj.get("kind") in ("ResourceClaim", "ResourceClaimTemplate")
+    ]
+    requests = [request for spec in specs for request in (spec.get("devices") or {}).get("requests") or ()]
+    listed = [alternative for request in requests for alternative in request.get("firstAvailable") or ()]
+    if not listed:
+        return False
+    alternatives = [*listed, *(request["exactly"] for request in requests if "exactly" in request)]
+    nic_pools = sum(1 for slice_obj in slices if slice_obj["spec"]["driver"] == NIC_DRIVER)
+    wanted_by_lists = set().union(*(_drivers(alternative) for alternative in listed))
+    for alternative in alternatives:
+        drivers = _drivers(alternative)
+        several_pools = (len(drivers) > 1 and nic_pools > 0) or (drivers == {NIC_DRIVER} and nic_pools > 1)
+        if several_pools and drivers & wanted_by_lists:
+            return True
+    return False
+
+
+def _drivers(request: JSON) -> set[str]:
+    """The drivers whose devices a request (or subrequest) can take."""
+    class_name = request["deviceClassName"]
+    if class_name != "any-device":
+        return {DRIVER_OF_CLASS[class_name]}
+    expressions = {selector["cel"]["expression"] for selector in request.get("selectors") or ()}
+    return {GPU_DRIVER} if expressions & _PINNED_TO_GPU else {GPU_DRIVER, NIC_DRIVER}
