@@ -4,17 +4,19 @@ then docs/reliability.md's Chaos section and a JSON of every figure."""
 from __future__ import annotations
 
 import argparse
+import asyncio
 import datetime
 import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from bench.chaos import faults
+from bench.chaos import eventsprobe, faults
 from bench.chaos.replicas import Election
 from bench.chaos.report import section, write_section
-from bench.chaos.run import ChaosOptions, RunResult, run_scheduler
+from bench.chaos.run import SCHEDULER_NAME, ChaosOptions, RunResult, cluster_options, run_scheduler
 from bench.machine import REPOSITORY, git_commit, machine
+from secsched_devtools.cluster.localcluster import LocalCluster
 from secsched_devtools.cluster.schedulers import OURS, UPSTREAM
 
 
@@ -61,7 +63,24 @@ def parser() -> argparse.ArgumentParser:
         help="seconds to create the burst over (default: fits every fault)",
     )
     args.add_argument("--settle-timeout", type=float, default=defaults.settle_timeout)
-    args.add_argument("--events-probe-pods", type=int, default=defaults.events_probe_pods)
+    args.add_argument(
+        "--events-probe-pods",
+        type=int,
+        default=defaults.events_probe_pods,
+        help="backlog of the kill -9 Events probe (0: no probe; default %(default)s)",
+    )
+    args.add_argument(
+        "--events-probe-repeats",
+        type=int,
+        default=defaults.events_probe_repeats,
+        help="Events probes per scheduler (default %(default)s)",
+    )
+    args.add_argument(
+        "--events-probe-only",
+        action="store_true",
+        help="only the Events probe, --events-probe-repeats times per scheduler on one cluster of "
+        "--nodes, the schedulers alternating; prints each run and the median (the doc is not written)",
+    )
     args.add_argument(
         "--schedulers",
         type=lambda text: _names(text, (OURS, UPSTREAM), "schedulers"),
@@ -97,9 +116,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         duration=arguments.duration,
         settle_timeout=arguments.settle_timeout,
         events_probe_pods=arguments.events_probe_pods,
+        events_probe_repeats=arguments.events_probe_repeats,
         operator=faults.OPERATOR_KILL in arguments.faults,
         election=Election(),
     )
+    if arguments.events_probe_only:
+        return _events_probe_only(arguments.schedulers, options, arguments.output)
     if arguments.from_json:
         missing = [flag for flag in ("command", "when", "commit") if not getattr(arguments, flag)]
         if missing:
@@ -119,6 +141,41 @@ def main(argv: Sequence[str] | None = None) -> int:
         write_section(arguments.doc, text)
     # Ours is what this gates; upstream's violations are reported, as what ours is measured against.
     return 1 if any(result.violations for result in results if result.scheduler == OURS) else 0
+
+
+def _events_probe_only(schedulers: Sequence[str], options: ChaosOptions, output: Path) -> int:
+    """The kill -9 Events probe alone, repeated: each run, the median and the mean, in events.json."""
+    if options.events_probe_pods <= 0 or options.events_probe_repeats <= 0:
+        raise SystemExit(
+            "--events-probe-only needs --events-probe-pods > 0 and --events-probe-repeats > 0, "
+            f"got {options.events_probe_pods} and {options.events_probe_repeats}"
+        )
+    output.mkdir(parents=True, exist_ok=True)
+    commit = git_commit()
+    started = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    with LocalCluster(cluster_options("chaos-events", options.nodes)) as cluster:
+        results = asyncio.run(
+            eventsprobe.repeated_probes(
+                schedulers,
+                cluster,
+                repeats=options.events_probe_repeats,
+                backlog_pods=options.events_probe_pods,
+                share=options.events_probe_share,
+                seed=options.seed,
+                scheduler_name=SCHEDULER_NAME,
+                directory=output,
+            )
+        )
+    (output / "events.json").write_text(
+        json.dumps({kind: [vars(probe) for probe in probes] for kind, probes in results.items()}, indent=2)
+    )
+    print(
+        f"Events probe: `python -m bench.chaos {' '.join(sys.argv[1:])}` on {machine().describe()}, "
+        f"{started}, commit `{commit}`; {options.nodes:,} nodes, backlog {options.events_probe_pods}, "
+        f"killed at {options.events_probe_share:.0%} bound.\n"
+    )
+    print(eventsprobe.table(results))
+    return 0
 
 
 if __name__ == "__main__":

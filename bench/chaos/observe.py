@@ -87,3 +87,20 @@ async def final_state(api: ApiClient, namespace: str, workload: Workload) -> Fin
         fillers=workload.filler_names,
         gangs=members_of(workload.pods),
     )
+
+
+async def create_retrying(api: ApiClient, path: str, manifest: JSON) -> None:
+    """Create one object through API server outages, as a controller would: an AlreadyExists after
+    a lost answer means the first try went through."""
+    while True:
+        try:
+            await api.create(path, manifest)
+            return
+        except ApiError as error:
+            if error.status == 409:
+                return
+            if error.status < 500 and error.status != 429:
+                raise
+        except ApiUnavailable:
+            pass
+        await asyncio.sleep(0.5)

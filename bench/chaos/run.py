@@ -12,9 +12,7 @@ A run:
    every fault has bindings to come after it;
 5. waits until every pod is bound (or ``settle_timeout`` passes: a hang), stops the replicas
    (SIGTERM: they write what Events they hold) and checks the `invariants` on the final state;
-6. measures the Events a kill -9 loses: a backlog of pods in a fresh namespace, one replica
-   (no election) started on it and killed with SIGKILL once a share is bound; the bound pods
-   with no Scheduled Event are what it lost.
+6. measures the Events a kill -9 loses (`eventsprobe`), ``events_probe_repeats`` times.
 """
 
 from __future__ import annotations
@@ -28,24 +26,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from bench.chaos import faults, invariants, operator, workload
-from bench.chaos.observe import BindingWatch, final_state, list_retrying
+from bench.chaos.eventsprobe import EVENTS_NAMESPACE, EventsProbe, empty_namespace, events_probe
+from bench.chaos.observe import BindingWatch, create_retrying, final_state, list_retrying
 from bench.chaos.replicas import Election, Replicas, chaos_config
 from bench.claims import claims_path
 from bench.gang import podgroups_path
-from bench.workload import pod_manifests, pods_path
+from bench.workload import pods_path
 from bench.workloadclasses import nodes_of
-from secondary_scheduler.kube.client import JSON, ApiClient, ApiError, ApiUnavailable
+from secondary_scheduler.kube.client import JSON, ApiClient
 from secondary_scheduler.kube.namespaces import ensure_namespace
 from secondary_scheduler.kube.wait import wait_for
 from secsched_devtools.cluster.localcluster import ClusterOptions, LocalCluster
 from secsched_devtools.cluster.progress import console
-from secsched_devtools.cluster.schedulers import start_scheduler
 
 NAMESPACE = "chaos"
-EVENTS_NAMESPACE = "chaos-events"
 SCHEDULER_NAME = "chaos-scheduler"
 CREATE_CONCURRENCY = 8
 NODE_LEASE_SECONDS = 24 * 3600
@@ -72,6 +67,8 @@ class ChaosOptions:
     """The kill -9 Events probe's backlog (0: no probe)."""
     events_probe_share: float = 0.4
     """The share of the backlog bound when the probe's replica is killed."""
+    events_probe_repeats: int = 3
+    """Probes per scheduler: one is noise (where a kill lands in a send is chance)."""
     operator: bool = True
     election: Election = field(default_factory=Election)
 
@@ -80,16 +77,6 @@ class ChaosOptions:
         if self.duration is not None:
             return self.duration
         return max(30.0, len(self.kinds) * self.repeats * (12.0 + sum(self.gap) / 2))
-
-
-@dataclass
-class EventsProbe:
-    """A kill -9 under a backlog: how many pods were bound, how many of them have no Scheduled Event."""
-
-    backlog: int
-    bound: int
-    lost: int
-    examples: list[str]
 
 
 @dataclass
@@ -106,7 +93,7 @@ class RunResult:
     recovery: dict[str, list[float | None]]
     restarts: int
     seconds: float
-    events: EventsProbe | None = None
+    events: list[EventsProbe] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -120,13 +107,15 @@ class RunResult:
             "recovery": self.recovery,
             "restarts": self.restarts,
             "seconds": self.seconds,
-            "events": None if self.events is None else vars(self.events),
+            "events": [vars(probe) for probe in self.events],
         }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RunResult:
         """A result `to_json` wrote (``--from-json`` writes the doc again without running)."""
-        events = data.get("events")
+        events = data.get("events") or []
+        if isinstance(events, dict):  # written before the probe was repeated
+            events = [events]
         return cls(
             scheduler=data["scheduler"],
             nodes=data["nodes"],
@@ -138,24 +127,28 @@ class RunResult:
             recovery={kind: list(values) for kind, values in data["recovery"].items()},
             restarts=data["restarts"],
             seconds=data["seconds"],
-            events=None if events is None else EventsProbe(**events),
+            events=[EventsProbe.from_json(probe) for probe in events],
         )
 
 
 def run_scheduler(kind: str, options: ChaosOptions, directory: Path) -> RunResult:
     """The whole run of `kind` on a fresh cluster (stopped afterwards, whatever happens)."""
     directory.mkdir(parents=True, exist_ok=True)
-    cluster_options = ClusterOptions(
-        name=f"chaos-{kind}-{os.getpid()}",
-        nodes=options.nodes,
+    with LocalCluster(cluster_options(f"chaos-{kind}", options.nodes)) as cluster:
+        return asyncio.run(_run(kind, options, cluster, directory))
+
+
+def cluster_options(name: str, nodes: int) -> ClusterOptions:
+    """A chaos cluster: KWOK nodes, Prometheus scraping every 5 s, no default scheduler."""
+    return ClusterOptions(
+        name=f"{name}-{os.getpid()}",
+        nodes=nodes,
         default_scheduler=False,
         topology_exporter=False,
         scrape_interval="5s",
         node_lease_seconds=NODE_LEASE_SECONDS,
         control_plane_gogc=CONTROL_PLANE_GOGC,
     )
-    with LocalCluster(cluster_options) as cluster:
-        return asyncio.run(_run(kind, options, cluster, directory))
 
 
 async def _run(kind: str, options: ChaosOptions, cluster: LocalCluster, directory: Path) -> RunResult:
@@ -217,9 +210,26 @@ async def _run(kind: str, options: ChaosOptions, cluster: LocalCluster, director
         )
         bound = sum(1 for pod in invariants.run_pods(state) if (pod.get("spec") or {}).get("nodeName"))
         seconds = time.monotonic() - started
-        events = None
-        if options.events_probe_pods:
-            events = await events_probe(kind, cluster, api, options, directory)
+        events = []
+        probes = options.events_probe_repeats if options.events_probe_pods else 0
+        for index in range(probes):
+            namespace = f"{EVENTS_NAMESPACE}-{index + 1}"
+            events.append(
+                await events_probe(
+                    kind,
+                    cluster,
+                    api,
+                    backlog_pods=options.events_probe_pods,
+                    share=options.events_probe_share,
+                    seed=options.seed + index,
+                    scheduler_name=SCHEDULER_NAME,
+                    directory=directory,
+                    namespace=namespace,
+                    name=f"{kind}-events-probe-{index + 1}",
+                )
+            )
+            console.print(f"{kind}: events probe {index + 1}: {events[-1].summary()}")
+            await empty_namespace(api, namespace)
         return RunResult(
             scheduler=kind,
             nodes=len(nodes),
@@ -254,23 +264,6 @@ async def _prepare(api: ApiClient, burst: workload.Workload) -> None:
         await api.create(pods_path(NAMESPACE), filler)
 
 
-async def create_retrying(api: ApiClient, path: str, manifest: JSON) -> None:
-    """Create one object through API server outages, as a controller would: an AlreadyExists after
-    a lost answer means the first try went through."""
-    while True:
-        try:
-            await api.create(path, manifest)
-            return
-        except ApiError as error:
-            if error.status == 409:
-                return
-            if error.status < 500 and error.status != 429:
-                raise
-        except ApiUnavailable:
-            pass
-        await asyncio.sleep(0.5)
-
-
 async def _create_paced(api: ApiClient, path: str, manifests: Sequence[JSON], seconds: float) -> None:
     """Create the objects in order, the i-th not before ``i * seconds / n`` after the start."""
     start = time.monotonic()
@@ -285,42 +278,3 @@ async def _create_paced(api: ApiClient, path: str, manifests: Sequence[JSON], se
             await create_retrying(api, path, manifest)
 
     await asyncio.gather(*(worker() for _ in range(CREATE_CONCURRENCY)))
-
-
-async def events_probe(
-    kind: str, cluster: LocalCluster, api: ApiClient, options: ChaosOptions, directory: Path
-) -> EventsProbe:
-    """kill -9 one replica (no election) once a share of a backlog is bound; count the bound pods
-    left without a Scheduled Event."""
-    await ensure_namespace(api, EVENTS_NAMESPACE)
-    document = yaml.safe_load(
-        chaos_config(
-            SCHEDULER_NAME, cluster.kubeconfig, cluster.prometheus_url, EVENTS_NAMESPACE, options.election
-        )
-    )
-    document["leaderElection"] = {"leaderElect": False}
-    backlog = pod_manifests("backlog", options.events_probe_pods, SCHEDULER_NAME, options.seed)
-    path = pods_path(EVENTS_NAMESPACE)
-    await asyncio.gather(*(create_retrying(api, path, pod) for pod in backlog))
-    watch = BindingWatch(api, EVENTS_NAMESPACE)
-    watch.start()
-    run = await asyncio.to_thread(
-        start_scheduler, kind, yaml.safe_dump(document), cluster.kubeconfig, directory, f"{kind}-events-probe"
-    )
-    try:
-        share = int(options.events_probe_pods * options.events_probe_share)
-        await wait_for(lambda: _bound_at_least(watch, share), f"{share} backlog pods bound", 300, 0.05)
-        run.process.kill()
-        run.process.wait()
-    finally:
-        run.stop()
-        await watch.stop()
-    pods = await list_retrying(api, path)
-    events = await list_retrying(api, f"/apis/events.k8s.io/v1/namespaces/{EVENTS_NAMESPACE}/events")
-    lost = invariants.events_lost(pods, events)
-    bound = sum(1 for pod in pods if (pod.get("spec") or {}).get("nodeName"))
-    return EventsProbe(backlog=len(backlog), bound=bound, lost=len(lost), examples=lost[:5])
-
-
-async def _bound_at_least(watch: BindingWatch, count: int) -> bool:
-    return len(watch.bound) >= count

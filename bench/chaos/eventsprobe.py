@@ -1,0 +1,320 @@
+"""The kill -9 Events probe: how many bound pods a scheduler killed under a backlog leaves without
+a Scheduled Event, and where those Events were when it died.
+
+One probe: a backlog of pods in a fresh namespace, one replica (no election) started on it and
+killed with SIGKILL once a share of them is bound; the bound pods with no Scheduled Event are
+what it lost. Two watches from this process (pods, Events) note when each pod was seen bound
+and when its Scheduled Event was seen, so a probe also says how far the Events were behind the
+bindings (the lag a kill cuts off) and how long before the kill each lost pod had been bound.
+
+A single probe is noise (the machine is shared; a kill lands at a random point of a send), so
+``--events-probe-only`` runs it ``--events-probe-repeats`` times per scheduler on one cluster,
+ours' and upstream's alternating, each in a namespace of its own that is emptied afterwards.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime
+import statistics
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from bench.chaos import invariants
+from bench.chaos.observe import BindingWatch, create_retrying, list_retrying
+from bench.chaos.replicas import Election, chaos_config
+from bench.workload import pod_manifests, pods_path
+from secondary_scheduler.kube.client import JSON, ApiClient, ApiError, ApiUnavailable
+from secondary_scheduler.kube.namespaces import ensure_namespace
+from secondary_scheduler.kube.wait import wait_for
+from secsched_devtools.cluster.localcluster import LocalCluster
+from secsched_devtools.cluster.progress import console
+from secsched_devtools.cluster.schedulers import start_scheduler
+
+EVENTS_NAMESPACE = "chaos-events"
+CREATE_CONCURRENCY = 16
+RATE_WINDOW = 2.0
+"""Seconds before the kill over which the binding rate is taken."""
+
+
+@dataclass
+class EventsProbe:
+    """A kill -9 under a backlog: pods bound, how many of them have no Scheduled Event, and when."""
+
+    backlog: int
+    bound: int
+    lost: int
+    examples: list[str]
+    bound_at_kill: int = 0
+    """Pods this process had seen bound when it sent the kill (``bound`` also counts the bindings
+    the API server answered meanwhile)."""
+    events_at_kill: int = 0
+    """Pods whose Scheduled Event this process had seen when it sent the kill."""
+    lost_bound_before_kill: list[float] = field(default_factory=list)
+    """For each lost pod seen bound before the kill: seconds from that to the kill, oldest first."""
+    lag_seconds: list[float] = field(default_factory=list)
+    """For each pod whose Event was seen: seconds from its binding seen to its Event seen."""
+    binding_rate: float = 0.0
+    """Bindings a second seen in the two seconds before the kill."""
+
+    @property
+    def share(self) -> float:
+        return self.lost / max(1, self.bound)
+
+    @property
+    def bound_after_kill(self) -> int:
+        """Bindings the API server answered after the kill: sent, never seen answered."""
+        return self.bound - self.bound_at_kill
+
+    @property
+    def lost_after_kill(self) -> int:
+        """Lost pods bound after the kill: their binding's answer came too late for any Event."""
+        return self.lost - len(self.lost_bound_before_kill)
+
+    def summary(self) -> str:
+        """One line: the figures, and where the lost Events were."""
+        lags = sorted(self.lag_seconds)
+        ages = self.lost_bound_before_kill
+        text = (
+            f"lost {self.lost} of {self.bound} bound ({self.share:.1%}); at the kill "
+            f"{self.bound_at_kill} seen bound ({self.binding_rate:.0f}/s), {self.events_at_kill} Events "
+            f"seen; {self.bound_after_kill} bound after it, {self.lost_after_kill} of them lost"
+        )
+        if lags:
+            p99 = lags[int(len(lags) * 0.99)]
+            text += (
+                f"; lag bound->Event p50 {_ms(statistics.median(lags))}, p99 {_ms(p99)}, max {_ms(lags[-1])}"
+            )
+        if ages:
+            text += (
+                f"; lost pods bound {_ms(ages[-1])}-{_ms(ages[0])} before the kill "
+                f"(median {_ms(statistics.median(ages))})"
+            )
+        return text
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> EventsProbe:
+        return cls(**data)
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000:.0f} ms"
+
+
+class ScheduledWatch:
+    """Notes the monotonic time each pod's first Scheduled Event is seen in a namespace."""
+
+    def __init__(self, api: ApiClient, namespace: str) -> None:
+        self.api = api
+        self.path = f"/apis/events.k8s.io/v1/namespaces/{namespace}/events"
+        self.seen: dict[str, float] = {}
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name=f"scheduled-{self.path}")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    def _saw(self, event: JSON, at: float) -> None:
+        regarding = event.get("regarding") or {}
+        if event.get("reason") == "Scheduled" and regarding.get("kind") == "Pod":
+            self.seen.setdefault(str(regarding.get("name")), at)
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                listing = await self.api.list_all(self.path)
+                now = time.monotonic()
+                for event in listing["items"]:
+                    self._saw(event, now)
+                version = str(listing["metadata"].get("resourceVersion", ""))
+                params = {"resourceVersion": version, "allowWatchBookmarks": "true", "timeoutSeconds": "600"}
+                async for change in self.api.watch(self.path, params):
+                    if change.get("type") == "ERROR":
+                        break
+                    if change.get("type") == "ADDED":
+                        self._saw(change["object"], time.monotonic())
+            except (ApiUnavailable, ApiError, OSError):
+                await asyncio.sleep(0.2)
+
+
+def probe_config(cluster: LocalCluster, namespace: str, scheduler_name: str) -> str:
+    """The chaos run's configuration (deploy/06's load-aware profile) without leader election."""
+    document = yaml.safe_load(
+        chaos_config(scheduler_name, cluster.kubeconfig, cluster.prometheus_url, namespace, Election())
+    )
+    document["leaderElection"] = {"leaderElect": False}
+    return yaml.safe_dump(document, sort_keys=False)
+
+
+async def events_probe(
+    kind: str,
+    cluster: LocalCluster,
+    api: ApiClient,
+    *,
+    backlog_pods: int,
+    share: float,
+    seed: int,
+    scheduler_name: str,
+    directory: Path,
+    namespace: str = EVENTS_NAMESPACE,
+    name: str | None = None,
+) -> EventsProbe:
+    """kill -9 one replica (no election) once `share` of a backlog is bound; count the bound pods
+    left without a Scheduled Event."""
+    await ensure_namespace(api, namespace)
+    backlog = pod_manifests("backlog", backlog_pods, scheduler_name, seed)
+    path = pods_path(namespace)
+    await _create_all(api, path, backlog)
+    bindings, scheduled = BindingWatch(api, namespace), ScheduledWatch(api, namespace)
+    bindings.start()
+    scheduled.start()
+    config = probe_config(cluster, namespace, scheduler_name)
+    name = name or f"{kind}-events-probe"
+    run = await asyncio.to_thread(start_scheduler, kind, config, cluster.kubeconfig, directory, name)
+    try:
+        target = int(backlog_pods * share)
+        await wait_for(lambda: _bound_at_least(bindings, target), f"{target} backlog pods bound", 300, 0.05)
+        killed_at = time.monotonic()
+        bound_at_kill, events_at_kill = len(bindings.bound), len(scheduled.seen)
+        run.process.kill()
+        run.process.wait()
+    finally:
+        run.stop()
+    pods = await list_retrying(api, path)
+    events = await list_retrying(api, f"/apis/events.k8s.io/v1/namespaces/{namespace}/events")
+    await bindings.stop()
+    await scheduled.stop()
+    lost = invariants.events_lost(pods, events)
+    bound = sum(1 for pod in pods if (pod.get("spec") or {}).get("nodeName"))
+    ages = sorted(
+        (killed_at - bindings.bound[pod] for pod in lost if bindings.bound.get(pod, killed_at) < killed_at),
+        reverse=True,
+    )
+    lags = [at - bindings.bound[pod] for pod, at in scheduled.seen.items() if pod in bindings.bound]
+    recent = sum(1 for at in bindings.bound.values() if killed_at - RATE_WINDOW <= at < killed_at)
+    return EventsProbe(
+        backlog=len(backlog),
+        bound=bound,
+        lost=len(lost),
+        examples=lost[:5],
+        bound_at_kill=bound_at_kill,
+        events_at_kill=events_at_kill,
+        lost_bound_before_kill=[round(age, 4) for age in ages],
+        lag_seconds=[round(lag, 4) for lag in lags],
+        binding_rate=recent / RATE_WINDOW,
+    )
+
+
+async def _create_all(api: ApiClient, path: str, manifests: Sequence[JSON]) -> None:
+    pending = iter(manifests)
+
+    async def worker() -> None:
+        for manifest in pending:
+            await create_retrying(api, path, manifest)
+
+    await asyncio.gather(*(worker() for _ in range(CREATE_CONCURRENCY)))
+
+
+async def _bound_at_least(watch: BindingWatch, count: int) -> bool:
+    return len(watch.bound) >= count
+
+
+async def empty_namespace(api: ApiClient, namespace: str) -> None:
+    """Delete a probe's pods at once (grace 0), so the next probe's backlog has the nodes' room."""
+    path = pods_path(namespace)
+    await api.delete(path, {"gracePeriodSeconds": 0})
+
+    async def empty() -> bool:
+        return not (await api.get(path, {"limit": 1}))["items"]
+
+    await wait_for(empty, f"the pods of {namespace} gone", timeout=120)
+
+
+async def repeated_probes(
+    kinds: Sequence[str],
+    cluster: LocalCluster,
+    *,
+    repeats: int,
+    backlog_pods: int,
+    share: float,
+    seed: int,
+    scheduler_name: str,
+    directory: Path,
+) -> dict[str, list[EventsProbe]]:
+    """`repeats` probes of each scheduler on one cluster, the schedulers alternating (so a busy
+    spell of the shared machine falls on both), each in a namespace of its own."""
+    results: dict[str, list[EventsProbe]] = {kind: [] for kind in kinds}
+    async with cluster.api() as api:
+        for index in range(repeats):
+            for kind in kinds:
+                namespace = f"{EVENTS_NAMESPACE}-{index + 1}-{kind}"
+                probe = await events_probe(
+                    kind,
+                    cluster,
+                    api,
+                    backlog_pods=backlog_pods,
+                    share=share,
+                    seed=seed + index,
+                    scheduler_name=scheduler_name,
+                    directory=directory,
+                    namespace=namespace,
+                    name=f"{kind}-events-probe-{index + 1}",
+                )
+                results[kind].append(probe)
+                stamp = datetime.datetime.now(datetime.UTC).strftime("%H:%M:%S")
+                console.print(f"{stamp} events probe {index + 1}/{repeats} {kind}: {probe.summary()}")
+                await empty_namespace(api, namespace)
+    return results
+
+
+def median_share(probes: Sequence[EventsProbe]) -> float:
+    return statistics.median(probe.share for probe in probes)
+
+
+def mean_share(probes: Sequence[EventsProbe]) -> float:
+    return statistics.fmean(probe.share for probe in probes)
+
+
+def table(results: Mapping[str, Sequence[EventsProbe]]) -> str:
+    """Markdown: each run's lost / bound per scheduler, then the median and mean lost share."""
+    names = list(results)
+    runs = max(len(probes) for probes in results.values())
+    lines = ["| run | " + " | ".join(names) + " |", "|---|" + "---:|" * len(names)]
+    for index in range(runs):
+        cells = []
+        for name in names:
+            probes = results[name]
+            cells.append(
+                f"{probes[index].lost} of {probes[index].bound} ({probes[index].share:.1%})"
+                if index < len(probes)
+                else ""
+            )
+        lines.append(f"| {index + 1} | " + " | ".join(cells) + " |")
+    medians = " | ".join(f"{median_share(results[name]):.1%}" for name in names)
+    means = " | ".join(f"{mean_share(results[name]):.1%}" for name in names)
+    lines += [f"| median lost share | {medians} |", f"| mean lost share | {means} |"]
+    after = " | ".join(
+        f"{statistics.median(p.bound_after_kill for p in results[name]):g} / "
+        f"{statistics.median(p.lost_after_kill for p in results[name]):g}"
+        for name in names
+    )
+    lines.append(f"| bound after the kill / of them lost, median | {after} |")
+    lag_cells = []
+    for name in names:
+        lags = sorted(lag for probe in results[name] for lag in probe.lag_seconds)
+        lag_cells.append(
+            f"{_ms(statistics.median(lags))} / {_ms(lags[int(len(lags) * 0.99)])}" if lags else "n/a"
+        )
+    lines.append("| lag binding → Event seen, p50 / p99 | " + " | ".join(lag_cells) + " |")
+    return "\n".join(lines)
