@@ -140,7 +140,8 @@ class UsageEstimator:
         return min(shape.request_millis * ratio, shape.limit_millis)
 
     def learned(self, shape: PodShape) -> bool:
-        return not math.isnan(self.ratios()[shape.class_id])
+        """Whether the pod's own class was learned (the mean of the others does not count)."""
+        return not math.isnan(self._ratio[shape.class_id])
 
     def learn(self, members: Sequence[PodShape], observed_millis: float) -> None:
         """A node rose by ``observed_millis`` once ``members`` were fully measured: share it out.

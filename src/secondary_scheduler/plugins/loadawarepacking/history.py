@@ -132,6 +132,8 @@ class NodeHistory:
         self._version = -1
         self.mean = np.zeros(0)
         """Latest mean, percent of capacity."""
+        self.stdev = np.zeros(0)
+        """Latest standard deviation over the window, percent points."""
         self.peak = np.zeros(0)
         """Peak over the window, percent of capacity."""
         self.rise = np.zeros(0)
@@ -162,6 +164,7 @@ class NodeHistory:
         kept = _row_percentile(self._ring[:, self._ring_at >= now - self.window], self.percentile)
         self.peak = np.nan_to_num(np.fmax(high, kept), nan=0.0)
         self.mean = np.where(valid, avg, 0.0)
+        self.stdev = np.where(valid, stdev, 0.0)
         self.measured = valid.copy()
         self.taken_at = now
         self.rise = np.zeros(len(valid))

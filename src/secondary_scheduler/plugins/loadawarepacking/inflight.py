@@ -39,6 +39,7 @@ from secondary_scheduler.framework.aliases import BoolArray, FloatArray, IntArra
 from secondary_scheduler.framework.nodetable import NodeTable
 from secondary_scheduler.framework.podinfo import PodInfo
 from secondary_scheduler.plugins.loadawarepacking.estimator import PodShape, UsageEstimator
+from secondary_scheduler.plugins.loadawarepacking.step import observed_use
 from secondary_scheduler.plugins.trimaran.recentlyscheduled import scheduled_at
 
 log = logging.getLogger(__name__)
@@ -46,6 +47,12 @@ log = logging.getLogger(__name__)
 MIN_LEARNING_SHARE = 0.03
 """A group whose predicted use is below this share of the node's capacity teaches nothing: its
 step is lost in the node's noise (a node of 15 VMs moves by a few percent within a window)."""
+
+
+MIN_SHOWN_SHARE = 0.2
+"""A first lesson needs the window's mean to show at least this share of the use it concludes: a
+group placed just before the snapshot shows a rise within the noise, and read through the variance
+that taught 2-5x the truth (live bench: 11.9x a small VM's request learned where it uses 7x)."""
 
 
 @dataclass(frozen=True)
@@ -56,13 +63,28 @@ class Window:
     end: float
 
 
+@dataclass(frozen=True)
+class Baseline:
+    """A node's reading before a group's pods: what their rise is measured against."""
+
+    mean_millis: float
+    stdev_millis: float
+    peak_percent: float
+    """The node's predicted peak then (window percentile, before any of the group's pods)."""
+    taken_at: float
+    """When the reading's window ended: pods that show in the source only after it are not in it."""
+
+
 @dataclass
 class Group:
     """Pods placed on one node since its baseline reading, for learning what they use."""
 
-    baseline_millis: float
+    baseline: Baseline
     level_at_baseline: float
-    """The mean load (fraction of capacity) of the nodes that took no pod, when the group began."""
+    """The quiet nodes' level index (``InFlightPods.level``) when the group began."""
+    started_at: float
+    taught: bool = False
+    """A lesson was taken from the group's first snapshot (its classes were unlearned)."""
     members: list[PodShape] = field(default_factory=list)
     keys: set[str] = field(default_factory=set)
     disturbed: bool = False
@@ -70,6 +92,10 @@ class Group:
     gone: set[str] = field(default_factory=set)
     """Members removed and not placed again. An assumed pod is removed and placed again when its
     binding arrives: that is no departure (it disturbed every group before, so nothing was learned)."""
+
+    def drift(self, level: float) -> float:
+        """How much the node's other pods moved since the baseline: as the quiet nodes' load did."""
+        return level / self.level_at_baseline if self.level_at_baseline > 0 and level > 0 else 1.0
 
     @property
     def measurable(self) -> bool:
@@ -105,10 +131,10 @@ class InFlightPods:
         table: NodeTable,
         estimator: UsageEstimator,
         clock: Callable[[], float],
-        baseline_of: Callable[[int], float | None],
+        baseline_of: Callable[[int], Baseline | None],
         window: Window | None = None,
     ) -> None:
-        """``baseline_of(slot)``: the node's latest measured mean in millicores (None if unknown);
+        """``baseline_of(slot)``: the node's latest reading (None if unknown);
         ``window``: the current metrics window, if known (pods wholly inside it are not indexed)."""
         self.table = table
         self.estimator = estimator
@@ -128,7 +154,12 @@ class InFlightPods:
         self.window = window or Window(0.0, 0.0)
         self.groups: dict[int, Group] = {}
         self.level = 0.0
-        """The mean load (fraction of capacity) of the nodes that took no pod, at the last snapshot."""
+        """How the load of the nodes that took no pod moved, as an index chained over snapshots."""
+        self._previous_means: FloatArray = np.zeros(0)
+        self._previous_measured: BoolArray = np.zeros(0, dtype=np.bool_)
+        self._anchors: tuple[IntArray, FloatArray, FloatArray, FloatArray] | None = None
+        """(slot, started at, baseline peak, baseline time) of the open groups; rebuilt when groups
+        come or go."""
         for pod, slot in table.all_pods():
             self.pod_placed(slot, pod, {})
 
@@ -169,13 +200,52 @@ class InFlightPods:
 
     # -- per cycle ---------------------------------------------------------------------------
 
-    def missing(self, now: float, burst_window: float, burst_margin: float) -> tuple[FloatArray, FloatArray]:
-        """Per table slot: millicores of in-flight pods not yet in the window, and the burst margin
-        of those placed in the last ``burst_window`` seconds."""
+    def anchored(self, now: float) -> tuple[BoolArray, FloatArray]:
+        """Per table slot: whether the node is predicted from its baseline (a group younger than
+        the window is open on it), and that baseline's peak in percent.
+
+        While a group is young, its node's reading holds an unknown share of the group's pods (a
+        source with less history than the window shows them sooner than the window's length
+        says) and their step inflates its deviation, so reading plus missing share counted
+        them up to twice. The baseline is the node before them: it plus their whole estimate
+        counts them once, whatever the source holds.
+        """
+        size = self.table.capacity
+        if self._anchors is None:
+            groups = list(self.groups.values())
+            slots = np.array(list(self.groups), dtype=np.int64)
+            started = np.array([group.started_at for group in groups])
+            peaks = np.array([group.baseline.peak_percent for group in groups])
+            taken = np.array([group.baseline.taken_at for group in groups])
+            self._anchors = (slots, started, peaks, taken)
+        slots, started, peaks, taken = self._anchors
+        young = (now - started <= self.window.end - self.window.start) & (slots < size)
+        anchored = np.zeros(size, dtype=np.bool_)
+        peak = np.zeros(size)
+        baseline_at = np.full(size, -np.inf)
+        anchored[slots[young]] = True
+        peak[slots[young]] = peaks[young]
+        baseline_at[slots[young]] = taken[young]
+        # A pod that showed in the source before the baseline was read is partly in it already.
+        used = self._used
+        row_slots = self.slot[:used]
+        early = self.alive[:used] & (
+            self.bound_at[:used] + self.estimator.args.metrics_lag < baseline_at[row_slots]
+        )
+        if early.any():
+            anchored[row_slots[early]] = False
+        return anchored, peak
+
+    def missing(
+        self, now: float, burst_window: float, burst_margin: float, anchored: BoolArray
+    ) -> tuple[FloatArray, FloatArray]:
+        """Per table slot: millicores of in-flight pods not yet in the window (all of them on
+        ``anchored`` slots), and the burst margin of those placed in the last ``burst_window`` seconds."""
         used = self._used
         alive = self.alive[:used]
         estimate = self.estimator.estimate(self.class_id[:used], self.request[:used], self.limit[:used])
-        share = 1.0 - self.visible_share(self.bound_at[:used])
+        in_full = anchored[self.slot[:used]]
+        share = np.where(in_full, 1.0, 1.0 - self.visible_share(self.bound_at[:used]))
         weights = np.where(alive, estimate * share, 0.0)
         recent = alive & (now - self.bound_at[:used] < burst_window)
         margin = np.where(recent, estimate * burst_margin, 0.0)
@@ -195,51 +265,119 @@ class InFlightPods:
 
     # -- per snapshot ------------------------------------------------------------------------
 
-    def new_window(self, window: Window, means: FloatArray, measured: BoolArray, capacity: FloatArray) -> int:
-        """A new snapshot: drop pods now wholly in the mean, and learn from groups that completed.
+    def new_window(
+        self, window: Window, means: FloatArray, stdevs: FloatArray, measured: BoolArray, capacity: FloatArray
+    ) -> int:
+        """A new snapshot: drop pods now wholly in the mean, and learn from groups that completed
+        (and, for classes not learned yet, from the first snapshot that holds a group's pods).
 
-        ``means``, ``measured`` and ``capacity`` are per table slot (millicores). Returns how
-        many groups taught the estimator.
+        ``means``, ``stdevs``, ``measured`` and ``capacity`` are per table slot (millicores).
+        Returns how many groups taught the estimator.
         """
         self.window = window
         used = self._used
         visible = self.visible_share(self.bound_at[:used])
         done = self.alive[:used] & (visible >= 1.0)
         pending_slots = set(self.slot[:used][self.alive[:used] & ~done].tolist())
+        level = self._level(means, measured, capacity, pending_slots)
+        lessons = self._first_lessons(pending_slots, level, means, stdevs, measured, capacity)
         for key, row in [(key, row) for key, row in self._rows.items() if done[row]]:
             del self._rows[key]
             self._stamps.pop(key, None)
             self.alive[row] = False
-        level = self._level(means, measured, capacity, pending_slots)
-        lessons = 0
         for slot in [slot for slot in self.groups if slot not in pending_slots]:
             group = self.groups.pop(slot)
+            self._anchors = None
             if not group.measurable or slot >= len(measured) or not measured[slot]:
                 continue
             predicted = sum(self.estimator.estimate_one(shape) for shape in group.members)
             if predicted < MIN_LEARNING_SHARE * capacity[slot]:
                 continue
-            drift = level / group.level_at_baseline if group.level_at_baseline > 0 and level > 0 else 1.0
-            self.estimator.learn(group.members, float(means[slot]) - group.baseline_millis * drift)
+            self.estimator.learn(
+                group.members, float(means[slot]) - group.baseline.mean_millis * group.drift(level)
+            )
             lessons += 1
         self.level = level
         self._compact()
         self._forget_old_stamps()
         return lessons
 
+    def _first_lessons(
+        self,
+        pending: set[int],
+        level: float,
+        means: FloatArray,
+        stdevs: FloatArray,
+        measured: BoolArray,
+        capacity: FloatArray,
+    ) -> int:
+        """Teach classes nothing was learned of yet from the first snapshot holding a group's pods.
+
+        A whole window's wait (15 minutes and the lag) left a burst's later pods predicted at
+        their limits; the mean and variance rise (``step``) tell the group's use as soon as its
+        first pods show in the window. Each group teaches this way once; it teaches again when done
+        (a group done at this snapshot, ``pending`` lacking its node, only teaches then).
+        """
+        if not self.groups:
+            return 0
+        end, lag = self.window.end, self.estimator.args.metrics_lag
+        span = self.window.end - self.window.start
+        lessons = 0
+        eligible = []
+        for slot, group in self.groups.items():
+            if (
+                slot not in pending
+                or group.taught
+                or not group.measurable
+                or slot >= len(measured)
+                or not measured[slot]
+            ):
+                continue
+            if all(self.estimator.learned(shape) for shape in group.members):
+                continue
+            rows = [self._rows[key] for key in group.keys if key in self._rows]
+            if len(rows) != len(group.members):
+                continue  # a member already left the index: its share of the mean is unknown
+            ages = end - (self.bound_at[rows] + lag)
+            if float(ages.max()) <= 0:
+                continue  # no member shows yet (those that do not show are a share of 0 below)
+            eligible.append((slot, group, rows, ages))
+        for slot, group, rows, ages in eligible:
+            estimates = self.estimator.estimate(self.class_id[rows], self.request[rows], self.limit[rows])
+            if float(estimates.sum()) < MIN_LEARNING_SHARE * capacity[slot]:
+                continue
+            mean_rise = float(means[slot]) - group.baseline.mean_millis * group.drift(level)
+            variance_rise = float(stdevs[slot]) ** 2 - group.baseline.stdev_millis**2
+            use = observed_use(estimates, ages, mean_rise, variance_rise, span)
+            if use is None or mean_rise < MIN_SHOWN_SHARE * use:
+                continue  # too little shows yet to tell the pods from the node's noise: next snapshot
+            group.taught = True
+            self.estimator.learn(group.members, use)
+            lessons += 1
+        return lessons
+
     # -- internals ---------------------------------------------------------------------------
 
     def _level(self, means: FloatArray, measured: BoolArray, capacity: FloatArray, busy: set[int]) -> float:
-        """Mean load (fraction of capacity) of the measured nodes that took no pod lately."""
+        """The level index: the last one times how much the nodes that took no pod lately moved
+        since the last snapshot, over those same nodes.
+
+        Comparing the quiet nodes' mean load now with theirs at a group's start compared two
+        different sets: once the score had kept pods off the busiest nodes, they were most of
+        what stayed quiet, and a burst on a fresh cluster read as a 73 % drift of every node.
+        """
         quiet = measured & (capacity > 0)
         if busy or self.groups:
             touched = np.zeros(len(quiet), dtype=np.bool_)
             touched[[slot for slot in busy | set(self.groups) if slot < len(quiet)]] = True
             if (quiet & ~touched).any():
                 quiet &= ~touched
-        if not quiet.any():
-            return 0.0
-        return float(means[quiet].sum() / capacity[quiet].sum())
+        size = min(len(quiet), len(self._previous_means))
+        both = quiet[:size] & self._previous_measured[:size]
+        before = float(self._previous_means[:size][both].sum())
+        moved = float(means[:size][both].sum()) / before if before > 0 else 1.0
+        self._previous_means, self._previous_measured = means.copy(), measured.copy()
+        return (self.level or 1.0) * moved
 
     def _settled(self, bound: float) -> bool:
         return self.window.end > 0 and bound + self.estimator.args.metrics_lag <= self.window.start
@@ -250,7 +388,8 @@ class InFlightPods:
             baseline = self.baseline_of(slot)
             if baseline is None:
                 return
-            group = self.groups[slot] = Group(baseline, self.level)
+            group = self.groups[slot] = Group(baseline, self.level, self.clock())
+            self._anchors = None
         group.gone.discard(key)
         if key not in group.keys:
             group.keys.add(key)

@@ -26,7 +26,7 @@ from secondary_scheduler.plugins.loadawarepacking.args import LoadAwarePackingAr
 from secondary_scheduler.plugins.loadawarepacking.estimator import PodShape, UsageEstimator
 from secondary_scheduler.plugins.loadawarepacking.events import DegradedMetricsEvents
 from secondary_scheduler.plugins.loadawarepacking.history import NodeHistory
-from secondary_scheduler.plugins.loadawarepacking.inflight import InFlightPods, Window
+from secondary_scheduler.plugins.loadawarepacking.inflight import Baseline, InFlightPods, Window
 from secondary_scheduler.plugins.loadawarepacking.notes import LoadAwareNote
 from secondary_scheduler.plugins.loadawarepacking.occupancy import workload_pods
 from secondary_scheduler.plugins.loadawarepacking.scoring import (
@@ -128,7 +128,12 @@ class LoadAwarePacking(TrimaranPlugin, ScorePlugin, FilterPlugin):
         now = self.clock()
         capacity = self._capacity.of(table)[nodes].astype(np.float64)
         peak, rise, measured = self.history.gather(nodes)
-        missing_all, margin_all = inflight.missing(now, self.args.burst_window, self.args.burst_margin)
+        anchored_all, baseline_all = inflight.anchored(now)
+        anchored = anchored_all[nodes]
+        peak = np.where(anchored, baseline_all[nodes], peak)
+        missing_all, margin_all = inflight.missing(
+            now, self.args.burst_window, self.args.burst_margin, anchored_all
+        )
         missing, margin = missing_all[nodes], margin_all[nodes]
         shape = self.estimator.shape(pod)
         pod_millis = self.estimator.estimate_one(shape)
@@ -180,12 +185,18 @@ class LoadAwarePacking(TrimaranPlugin, ScorePlugin, FilterPlugin):
     def _build_inflight(self, table: NodeTable) -> InFlightPods:
         return InFlightPods(table, self.estimator, self.clock, self._baseline, self._window)
 
-    def _baseline(self, slot: int) -> float | None:
-        """The node's latest measured mean in millicores, the baseline a new learning group starts from."""
+    def _baseline(self, slot: int) -> Baseline | None:
+        """The node's latest reading, the baseline a new group of pods placed on it starts from."""
         history = self.history
         if slot >= len(history.measured) or not history.measured[slot]:
             return None
-        return float(history.mean[slot] * self._capacity_at_record[slot] / 100.0)
+        millis_per_percent = self._capacity_at_record[slot] / 100.0
+        return Baseline(
+            mean_millis=float(history.mean[slot] * millis_per_percent),
+            stdev_millis=float(history.stdev[slot] * millis_per_percent),
+            peak_percent=float(history.peak[slot]),
+            taken_at=history.taken_at,
+        )
 
     def _record(self, table: NodeTable, usage: NodeUsage) -> None:
         """Take in a new trusted snapshot once: every node's reading, then retire and learn in-flight pods."""
@@ -207,7 +218,9 @@ class LoadAwarePacking(TrimaranPlugin, ScorePlugin, FilterPlugin):
         end = float(window.end) if window.end > window.start else now
         self._window = Window(start, end)
         inflight = table.index(self._index_name, self._build_inflight)
-        lessons = inflight.new_window(self._window, avg * capacity / 100.0, valid, capacity)
+        lessons = inflight.new_window(
+            self._window, avg * capacity / 100.0, stdev * capacity / 100.0, valid, capacity
+        )
         if lessons:
             self.telemetry.lessons.labels(self.name).inc(lessons)
         learned = self.estimator.ratios()

@@ -5,7 +5,8 @@ A node's predicted CPU, in percent of its capacity, once the pod runs there:
     peak (window percentile) + seasonal rise + 100 * (in-flight missing + burst margin + pod) / capacity
 
 Score: every node that stays at or under the target scores 50-100, every node that would cross
-it 0-49, falling with the load (if all are hot, the least hot): crossing always loses to fitting.
+it 49 down towards 0, falling with the predicted load however high (if all are hot, the least
+hot wins): crossing always loses to fitting.
 TargetLoadPacking's curve gives a node just over the target about what it gives an empty one (70
 at 70 %, with target 70), so a burst lands over the target as readily as on a fresh node.
 Under the target, ``score_balanced`` (the default strategy) rises as the load falls (the least
@@ -35,21 +36,26 @@ def predicted_percent(
 
 
 def score_packed(predicted: FloatArray, target: float) -> IntArray:
-    """50-100 rising to the target for nodes that stay under it, 49-0 falling beyond it."""
+    """50-100 rising to the target for nodes that stay under it, 49 towards 0 beyond it."""
     load = np.clip(predicted, 0.0, 100.0)
     under = FITS_FLOOR + ((100.0 - FITS_FLOOR) / target) * load
-    return _with_crossing(predicted, load, under, target)
+    return _with_crossing(predicted, under, target)
 
 
 def score_balanced(predicted: FloatArray, target: float) -> IntArray:
-    """100-50 falling to the target for nodes that stay under it, 49-0 falling beyond it."""
+    """100-50 falling to the target for nodes that stay under it, 49 towards 0 beyond it."""
     load = np.clip(predicted, 0.0, 100.0)
     under = 100.0 - ((100.0 - FITS_FLOOR) / target) * load
-    return _with_crossing(predicted, load, under, target)
+    return _with_crossing(predicted, under, target)
 
 
-def _with_crossing(predicted: FloatArray, load: FloatArray, under: FloatArray, target: float) -> IntArray:
-    over = ((FITS_FLOOR - 1.0) / max(100.0 - target, 1e-9)) * (100.0 - load)
+def _with_crossing(predicted: FloatArray, under: FloatArray, target: float) -> IntArray:
+    """``under`` where the node stays at or under the target; beyond it 49 falling towards 0 as
+    the predicted load grows, without reaching 0 at 100 %: when a burst leaves every node over the
+    target, a node predicted at 95 % must still beat one at 250 % (a floor of 0 made them tie, and
+    the tie was broken at random)."""
+    span = max(100.0 - target, 1.0)
+    over = (FITS_FLOOR - 1.0) * span / (span + np.maximum(predicted - target, 0.0))
     raw = np.where(predicted <= target, under, np.minimum(over, FITS_FLOOR - 1.0))
     return np.floor(raw + 0.5).astype(np.int64)  # halves up, as Go's math.Round for x >= 0
 

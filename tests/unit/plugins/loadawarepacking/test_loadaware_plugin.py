@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 
+import numpy as np
 import pytest
 from pydantic import ValidationError
 from tests.unit.plugins.loadawarepacking.world import CORES, PROMETHEUS, START, World, vm
@@ -12,6 +13,7 @@ from tests.unit.plugins.loadawarepacking.world import CORES, PROMETHEUS, START, 
 from secondary_scheduler.framework import PodInfo
 from secondary_scheduler.framework.args import validated_args
 from secondary_scheduler.plugins.loadawarepacking.plugin import LoadAwarePacking
+from secondary_scheduler.plugins.loadawarepacking.scoring import score_balanced, score_packed
 from secondary_scheduler.plugins.registry import in_tree_registry
 
 CAPACITY = CORES * 1000
@@ -284,3 +286,42 @@ async def test_balance_fills_nodes_in_use_by_the_opening_cost_before_opening_ano
     await world.refresh()
     scores, _ = world.score(vm("p", limit="800m"))  # +5 %
     assert max(scores, key=scores.__getitem__) == winner
+
+
+def test_nodes_predicted_far_over_the_target_do_not_tie_with_nodes_just_over_it() -> None:
+    predicted = np.array([69.0, 71.0, 95.0, 100.0, 150.0, 250.0, 1000.0])
+    for score in (score_balanced(predicted, 70), score_packed(predicted, 70)):
+        assert score[0] >= 50 > score[1]  # crossing loses to fitting
+        assert list(score[1:]) == sorted(score[1:], reverse=True)
+        assert score[2] > score[3] > score[4] > score[5] > 0  # 95 % beats 100 % beats 250 %: no floor at 0
+
+
+async def test_a_burst_on_a_source_with_little_history_is_counted_once_and_taught_at_once() -> None:
+    """The live bench's regime: Prometheus holds 2 minutes, not the 15 the window says.
+
+    Its mean then shows half of a burst a minute after it, and its deviation the burst's step:
+    read as a 15-minute window, that counted the burst nearly twice, nothing was learned before
+    15 minutes had passed, and a burst of VMs using 70 % of their limits filled the cluster in
+    the plugin's eyes long before it was full.
+    """
+    world = World({"a": CORES, "b": CORES})
+    world.cpu = {"a": (10.0, 0.0), "b": (10.0, 0.0)}
+    await world.refresh()
+    lag = world.plugin.args.metrics_lag
+    world.now += 1
+    for name in ("s1", "s2", "s3", "s4"):  # 1 vCPU each (limit 1), really using 700m
+        world.place(vm(name, limit="1", node_name="a", bound_at=world.now), "a")
+    probe = vm("probe", request="0", limit="0")
+    assert world.predicted(probe)["a"] == pytest.approx(10 + 100 * 4 * 1000 * 1.2 / CAPACITY)  # with margin
+    # 60 s after the step shows (bound + lag), in a source that began 120 s before the reading:
+    # the step is half the data. Mean and deviation as Prometheus computes them over what it holds.
+    world.now += lag + 60
+    step = 100 * 4 * 700 / CAPACITY
+    world.cpu["a"] = (10.0 + step / 2, step / 2)
+    await world.refresh()
+    _, note = world.score(vm("s5", limit="1"))
+    assert note.pod_millis == pytest.approx(700, rel=0.01)  # learned at the first snapshot, not 15 minutes on
+    # Counted once: the node's reading before the burst plus the burst's use, not the window's
+    # mean (which holds half of it), its deviation (which is the step) and the burst again.
+    assert world.predicted(probe)["a"] == pytest.approx(10 + step, rel=0.01)
+    assert world.gauge("secsched_loadaware_lessons_total", profile_plugin="LoadAwarePacking") == 1
