@@ -22,6 +22,9 @@ from secondary_scheduler.plugins.trimaran.resourcestats import safe_divide
 
 FITS_FLOOR = 50.0
 """The lowest score of a node that stays under the target; crossing nodes score below it."""
+FULL_SCORE = 2.0
+"""A crossing node's score at 100 %; beyond, it falls towards 0 (halved 30 points past 100 % with
+target 70)."""
 
 
 def predicted_percent(
@@ -50,12 +53,14 @@ def score_balanced(predicted: FloatArray, target: float) -> IntArray:
 
 
 def _with_crossing(predicted: FloatArray, under: FloatArray, target: float) -> IntArray:
-    """``under`` where the node stays at or under the target; beyond it 49 falling towards 0 as
-    the predicted load grows, without reaching 0 at 100 %: when a burst leaves every node over the
-    target, a node predicted at 95 % must still beat one at 250 % (a floor of 0 made them tie, and
-    the tie was broken at random)."""
+    """``under`` where the node stays at or under the target; beyond it 49 falling steeply to
+    ``FULL_SCORE`` at 100 % (which node crosses least matters most there), then on towards 0
+    without reaching it: when a burst leaves every node over 100 %, a node predicted at 105 % must
+    still beat one at 250 % (a floor of 0 at 100 % made them tie, and the tie was broken at random)."""
     span = max(100.0 - target, 1.0)
-    over = (FITS_FLOOR - 1.0) * span / (span + np.maximum(predicted - target, 0.0))
+    beyond = np.maximum(predicted - 100.0, 0.0)
+    crossing = FULL_SCORE + (FITS_FLOOR - 1.0 - FULL_SCORE) * (100.0 - np.minimum(predicted, 100.0)) / span
+    over = np.where(beyond > 0, FULL_SCORE * span / (span + beyond), crossing)
     raw = np.where(predicted <= target, under, np.minimum(over, FITS_FLOOR - 1.0))
     return np.floor(raw + 0.5).astype(np.int64)  # halves up, as Go's math.Round for x >= 0
 
