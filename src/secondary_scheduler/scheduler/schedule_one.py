@@ -76,6 +76,17 @@ log = logging.getLogger(__name__)
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 NO_NODES_AVAILABLE = "no nodes available to schedule pods"
+BIND_CONCURRENCY = 64
+"""Bind calls in flight at most. Under a backlog the cycle outruns the API server, so the slots
+stay busy, and a kill -9 leaves about as many pods bound with no Scheduled Event as there are
+Bind calls in flight (the API server answers them after the scheduler died; the Events of the
+bindings answered are queued within a millisecond, see kube/events/sender.py). Measured on a
+shared 2-core machine (docs/reliability.md, `python -m bench.chaos --events-probe-only`): 64
+slots lost 6-30 % of the bound pods' Events, 16 a steady 5-8 %, 8 about 3 %; but the throughput
+benchmark at 1,000 nodes (`python -m bench --only throughput --sizes 1000`), where the API
+server answers a Binding in 100-200 ms and more calls in flight do bind faster, bound 231 and
+231 pods/s with 64 against 243, 173, 166, 136 and 167 with 16 and 193 and 209 with 8. So 64
+stays until the limit can follow what the API server takes (issue 41, item 4)."""
 
 
 # -- the scheduling half (schedulePod) ----------------------------------------------------------
@@ -611,7 +622,7 @@ class ScheduleOne:
         metrics: SchedulerMetrics,
         on_cluster_event: ClusterEventSink,
         clock: Callable[[], float] = time.monotonic,
-        bind_concurrency: int = 64,
+        bind_concurrency: int = BIND_CONCURRENCY,
     ) -> None:
         self.frameworks = frameworks
         self.table = table

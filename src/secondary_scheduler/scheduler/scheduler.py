@@ -36,7 +36,7 @@ from secondary_scheduler.scheduler.garbage import FullPasses
 from secondary_scheduler.scheduler.metrics import SchedulerMetrics
 from secondary_scheduler.scheduler.podstatus import PodStatusWriter
 from secondary_scheduler.scheduler.queue import QueuedPod, SchedulingQueue
-from secondary_scheduler.scheduler.schedule_one import ScheduleOne
+from secondary_scheduler.scheduler.schedule_one import BIND_CONCURRENCY, ScheduleOne
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +54,7 @@ class Scheduler:
         registry: Mapping[str, type[Plugin]],
         *,
         metrics: SchedulerMetrics | None = None,
-        bind_concurrency: int = 64,
+        bind_concurrency: int = BIND_CONCURRENCY,
     ) -> None:
         self.config = config
         self.api = api
