@@ -10,7 +10,11 @@ all) counts with the share of its use the window cannot hold yet:
 
 A pod bound before the window (plus the source's lag) is entirely in the mean and leaves this
 index; one bound after its end is entirely missing; in between, the mean holds the share it
-was running for and only the rest is added: no gap, and no double count.
+was running for and only the rest is added: no gap, and no double count. That holds when the
+source has the whole window; a fresh Prometheus has less and shows a pod sooner, and the step
+pods make inflates the window's deviation. So a node whose pods since its last reading before
+them (its group, below) are younger than the window is *anchored*: predicted from that reading,
+with those pods counted in full (``anchored``).
 
 The index is a NodeTable ``PodIndex``, so it follows binds, deletions and evictions as the
 table does; its rows are numpy arrays (slot, bind time, class, request, limit) so that a
@@ -23,7 +27,9 @@ node's other pods made meanwhile. That drift is read from the nodes that took no
 load moved by a factor (the daily wave, a quiet weekend), and so did the baseline's pods.
 Without that correction, a small VM placed as the morning rises was seen to use several
 cores, and one placed in the evening nothing (learned ratios swung from 0.9 to 8.7 on a
-generated week, where the truth was ~5).
+generated week, where the truth was ~5). A class not learned yet does not wait for a whole
+window: the first snapshot that shows its group teaches it through the mean and variance rise
+(``step``; ``_first_lessons``).
 """
 
 from __future__ import annotations

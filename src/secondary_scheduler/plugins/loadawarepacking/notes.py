@@ -39,6 +39,8 @@ class LoadAwareNote:
     """Millicores of pods bound since the window began that the reading lacks."""
     rise_percent: FloatArray = field(repr=False)
     """Percent points the coming hours rose in previous days (weeks)."""
+    anchored_mask: BoolArray = field(repr=False)
+    """Nodes predicted from their reading before their latest pods, those pods counted in full."""
     held_for_seconds: float | None = None
     """Stale metrics: how old the held peaks are (None when fresh)."""
 
@@ -49,6 +51,10 @@ class LoadAwareNote:
     @property
     def unscored(self) -> tuple[str, ...]:
         return self._named(self.unscored_mask)
+
+    @property
+    def anchored(self) -> tuple[str, ...]:
+        return self._named(self.anchored_mask)
 
     @property
     def inflight(self) -> dict[str, int]:
@@ -77,6 +83,11 @@ class LoadAwareNote:
             more = int((self.missing_millis > 0.5).sum()) - len(inflight)
             tail = f" and {more} more nodes" if more > 0 else ""
             lines.append(f"pods not yet in the metrics: {text}{tail}")
+        if self.anchored:
+            lines.append(
+                "read from before their latest pods, which count in full (the source may hold less than "
+                f"its window): {_names(self.anchored)}"
+            )
         seasonal = self.seasonal
         if seasonal:
             text = ", ".join(f"{node} +{rise:.0f}pp" for node, rise in seasonal.items())

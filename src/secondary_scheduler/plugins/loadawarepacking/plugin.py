@@ -148,7 +148,9 @@ class LoadAwarePacking(TrimaranPlugin, ScorePlugin, FilterPlugin):
             else:
                 unscored = unmeasured
         percent = predicted_percent(capacity, peak, rise, missing + margin + pod_millis)
-        note = self._note(usage, table, nodes, pod_millis, shape, unmeasured, unscored, missing, rise)
+        note = self._note(
+            usage, table, nodes, pod_millis, shape, unmeasured, unscored, missing, rise, anchored
+        )
         self._count(usage, unmeasured, unscored, len(inflight))
         self._tell(pod, usage, table, nodes, unmeasured, unscored)
         return Prediction(percent, unscored, note)
@@ -237,6 +239,7 @@ class LoadAwarePacking(TrimaranPlugin, ScorePlugin, FilterPlugin):
         unscored: BoolArray,
         missing: FloatArray,
         rise: FloatArray,
+        anchored: BoolArray,
     ) -> LoadAwareNote:
         estimated = unmeasured & ~unscored
         metrics = usage.note(self.name, table, nodes, {"cpu": estimated}, unscored)
@@ -264,6 +267,7 @@ class LoadAwarePacking(TrimaranPlugin, ScorePlugin, FilterPlugin):
             unscored_mask=unscored,
             missing_millis=missing,
             rise_percent=rise,
+            anchored_mask=anchored & ~unmeasured,
             held_for_seconds=held,
         )
 

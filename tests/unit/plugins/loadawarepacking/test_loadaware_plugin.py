@@ -321,6 +321,7 @@ async def test_a_burst_on_a_source_with_little_history_is_counted_once_and_taugh
     await world.refresh()
     _, note = world.score(vm("s5", limit="1"))
     assert note.pod_millis == pytest.approx(700, rel=0.01)  # learned at the first snapshot, not 15 minutes on
+    assert note.anchored == ("a",) and any(line.startswith("read from before") for line in note.lines())
     # Counted once: the node's reading before the burst plus the burst's use, not the window's
     # mean (which holds half of it), its deviation (which is the step) and the burst again.
     assert world.predicted(probe)["a"] == pytest.approx(10 + step, rel=0.01)
