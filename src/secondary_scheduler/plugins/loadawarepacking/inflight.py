@@ -163,9 +163,12 @@ class InFlightPods:
         """How the load of the nodes that took no pod moved, as an index chained over snapshots."""
         self._previous_means: FloatArray = np.zeros(0)
         self._previous_measured: BoolArray = np.zeros(0, dtype=np.bool_)
-        self._anchors: tuple[IntArray, FloatArray, FloatArray, FloatArray] | None = None
-        """(slot, started at, baseline peak, baseline time) of the open groups; rebuilt when groups
-        come or go."""
+        self._anchor_ok: BoolArray = np.zeros(0, dtype=np.bool_)
+        self._anchor_started: FloatArray = np.zeros(0)
+        self._anchor_peak: FloatArray = np.zeros(0)
+        """Per table slot, kept as groups open, grow and close: whether the node's group may
+        anchor it (none of its pods showed before the baseline), when the group began (inf: no
+        group), and the baseline's peak. A cycle reads them with a few array operations."""
         for pod, slot in table.all_pods():
             self.pod_placed(slot, pod, {})
 
@@ -216,31 +219,9 @@ class InFlightPods:
         them up to twice. The baseline is the node before them: it plus their whole estimate
         counts them once, whatever the source holds.
         """
-        size = self.table.capacity
-        if self._anchors is None:
-            groups = list(self.groups.values())
-            slots = np.array(list(self.groups), dtype=np.int64)
-            started = np.array([group.started_at for group in groups])
-            peaks = np.array([group.baseline.peak_percent for group in groups])
-            taken = np.array([group.baseline.taken_at for group in groups])
-            self._anchors = (slots, started, peaks, taken)
-        slots, started, peaks, taken = self._anchors
-        young = (now - started <= self.window.end - self.window.start) & (slots < size)
-        anchored = np.zeros(size, dtype=np.bool_)
-        peak = np.zeros(size)
-        baseline_at = np.full(size, -np.inf)
-        anchored[slots[young]] = True
-        peak[slots[young]] = peaks[young]
-        baseline_at[slots[young]] = taken[young]
-        # A pod that showed in the source before the baseline was read is partly in it already.
-        used = self._used
-        row_slots = self.slot[:used]
-        early = self.alive[:used] & (
-            self.bound_at[:used] + self.estimator.args.metrics_lag < baseline_at[row_slots]
-        )
-        if early.any():
-            anchored[row_slots[early]] = False
-        return anchored, peak
+        self._fit_anchors(self.table.capacity)
+        span = self.window.end - self.window.start
+        return self._anchor_ok & (now - self._anchor_started <= span), self._anchor_peak
 
     def missing(
         self, now: float, burst_window: float, burst_margin: float, anchored: BoolArray
@@ -293,7 +274,7 @@ class InFlightPods:
             self.alive[row] = False
         for slot in [slot for slot in self.groups if slot not in pending_slots]:
             group = self.groups.pop(slot)
-            self._anchors = None
+            self._unanchor(slot)
             if not group.measurable or slot >= len(measured) or not measured[slot]:
                 continue
             predicted = sum(self.estimator.estimate_one(shape) for shape in group.members)
@@ -385,6 +366,32 @@ class InFlightPods:
         self._previous_means, self._previous_measured = means.copy(), measured.copy()
         return (self.level or 1.0) * moved
 
+    def _fit_anchors(self, size: int) -> None:
+        if len(self._anchor_ok) < size:
+            extra = size - len(self._anchor_ok)
+            self._anchor_ok = np.concatenate([self._anchor_ok, np.zeros(extra, dtype=np.bool_)])
+            self._anchor_started = np.concatenate([self._anchor_started, np.full(extra, np.inf)])
+            self._anchor_peak = np.concatenate([self._anchor_peak, np.zeros(extra)])
+
+    def _anchor(self, slot: int, group: Group) -> None:
+        self._fit_anchors(max(self.table.capacity, slot + 1))
+        self._anchor_ok[slot] = self._shown_after(slot, group.baseline)
+        self._anchor_started[slot] = group.started_at
+        self._anchor_peak[slot] = group.baseline.peak_percent
+
+    def _unanchor(self, slot: int) -> None:
+        if slot < len(self._anchor_ok):
+            self._anchor_ok[slot] = False
+            self._anchor_started[slot] = np.inf
+
+    def _shown_after(self, slot: int, baseline: Baseline) -> bool:
+        """Whether every in-flight pod on the node showed in the source only after the baseline
+        was read (one that showed before is partly in it already: the node cannot be anchored)."""
+        used = self._used
+        on_node = self.alive[:used] & (self.slot[:used] == slot)
+        early = self.bound_at[:used] + self.estimator.args.metrics_lag < baseline.taken_at
+        return not bool((on_node & early).any())
+
     def _settled(self, bound: float) -> bool:
         return self.window.end > 0 and bound + self.estimator.args.metrics_lag <= self.window.start
 
@@ -395,7 +402,9 @@ class InFlightPods:
             if baseline is None:
                 return
             group = self.groups[slot] = Group(baseline, self.level, self.clock())
-            self._anchors = None
+            self._anchor(slot, group)
+        elif not self._shown_after(slot, group.baseline):
+            self._unanchor(slot)
         group.gone.discard(key)
         if key not in group.keys:
             group.keys.add(key)

@@ -130,7 +130,8 @@ class LoadAwarePacking(TrimaranPlugin, ScorePlugin, FilterPlugin):
         peak, rise, measured = self.history.gather(nodes)
         anchored_all, baseline_all = inflight.anchored(now)
         anchored = anchored_all[nodes]
-        peak = np.where(anchored, baseline_all[nodes], peak)
+        if anchored.any():
+            peak = np.where(anchored, baseline_all[nodes], peak)
         missing_all, margin_all = inflight.missing(
             now, self.args.burst_window, self.args.burst_margin, anchored_all
         )

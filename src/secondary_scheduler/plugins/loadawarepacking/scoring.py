@@ -57,11 +57,14 @@ def _with_crossing(predicted: FloatArray, under: FloatArray, target: float) -> I
     ``FULL_SCORE`` at 100 % (which node crosses least matters most there), then on towards 0
     without reaching it: when a burst leaves every node over 100 %, a node predicted at 105 % must
     still beat one at 250 % (a floor of 0 at 100 % made them tie, and the tie was broken at random)."""
-    span = max(100.0 - target, 1.0)
-    beyond = np.maximum(predicted - 100.0, 0.0)
-    crossing = FULL_SCORE + (FITS_FLOOR - 1.0 - FULL_SCORE) * (100.0 - np.minimum(predicted, 100.0)) / span
-    over = np.where(beyond > 0, FULL_SCORE * span / (span + beyond), crossing)
-    raw = np.where(predicted <= target, under, np.minimum(over, FITS_FLOOR - 1.0))
+    raw = under.copy()
+    crossing = np.flatnonzero(predicted > target)  # usually few: work on those only
+    if len(crossing):
+        load = predicted[crossing]
+        span = max(100.0 - target, 1.0)
+        to_full = FULL_SCORE + (FITS_FLOOR - 1.0 - FULL_SCORE) * (100.0 - np.minimum(load, 100.0)) / span
+        past_full = FULL_SCORE * span / (span + np.maximum(load - 100.0, 0.0))
+        raw[crossing] = np.minimum(np.where(load > 100.0, past_full, to_full), FITS_FLOOR - 1.0)
     return np.floor(raw + 0.5).astype(np.int64)  # halves up, as Go's math.Round for x >= 0
 
 
