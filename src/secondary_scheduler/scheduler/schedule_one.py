@@ -84,9 +84,10 @@ bindings answered are queued within a millisecond, see kube/events/sender.py). M
 shared 2-core machine (docs/reliability.md, `python -m bench.chaos --events-probe-only`): 64
 slots lost 6-30 % of the bound pods' Events, 16 a steady 5-8 %, 8 about 3 %; but the throughput
 benchmark at 1,000 nodes (`python -m bench --only throughput --sizes 1000`), where the API
-server answers a Binding in 100-200 ms and more calls in flight do bind faster, bound 231 and
-231 pods/s with 64 against 243, 173, 166, 136 and 167 with 16 and 193 and 209 with 8. So 64
-stays until the limit can follow what the API server takes (issue 41, item 4)."""
+server answers a Binding in 100-200 ms and more calls in flight do bind faster, held ours to
+141 pods/s with 16 (its pods waiting 3.1-3.6 s for a slot, created at 250-300/s), where 64
+kept up with the pods' creation (168-181 pods/s, 0.2 s per attempt) in the runs just before.
+So 64 stays until the limit can follow what the API server takes (issue 41, item 4)."""
 
 
 # -- the scheduling half (schedulePod) ----------------------------------------------------------
