@@ -3,8 +3,9 @@ table (each run, median and mean) that docs/reliability.md shows."""
 
 from __future__ import annotations
 
+from bench.chaos import report
 from bench.chaos.eventsprobe import EventsProbe, median_share, table
-from bench.chaos.run import RunResult
+from bench.chaos.run import ChaosOptions, RunResult
 
 
 def probe(bound: int, lost: int, bound_at_kill: int, lost_before: list[float]) -> EventsProbe:
@@ -62,3 +63,26 @@ def test_a_chaos_json_of_one_probe_per_run_still_reads() -> None:
         }
     )
     assert [(p.bound, p.lost) for p in result.events] == [(272, 33)]
+
+
+def test_the_chaos_section_shows_every_probe_of_each_scheduler() -> None:
+    results = [
+        RunResult(
+            scheduler=name,
+            nodes=10,
+            pods=10,
+            kinds={"plain": 10},
+            faults=[],
+            bound=10,
+            violations=[],
+            recovery={},
+            restarts=0,
+            seconds=1.0,
+            events=[probe(100, lost, 95, []) for lost in losses],
+        )
+        for name, losses in (("ours", (10, 5, 20)), ("upstream", (8, 6, 7)))
+    ]
+    text = report.section(results, ChaosOptions(kinds=("apiserver-kill",)), "make chaos", "m", "now", "c")
+    assert "Events lost on kill -9 (3 probes each)" in text
+    assert "| 3 | 20 of 100 (20.0%) | 7 of 100 (7.0%) |" in text
+    assert "| median lost share | 10.0% | 7.0% |" in text
