@@ -41,7 +41,7 @@ from datetime import datetime
 
 import numpy as np
 
-from secondary_scheduler.framework.aliases import BoolArray, FloatArray, IntArray
+from secondary_scheduler.framework.aliases import BoolArray, FloatArray, IntArray, Slots
 from secondary_scheduler.framework.nodetable import NodeTable
 from secondary_scheduler.framework.podinfo import PodInfo
 from secondary_scheduler.plugins.loadawarepacking.estimator import PodShape, UsageEstimator
@@ -209,38 +209,42 @@ class InFlightPods:
 
     # -- per cycle ---------------------------------------------------------------------------
 
-    def anchored(self, now: float) -> tuple[BoolArray, FloatArray]:
-        """Per table slot: whether the node is predicted from its baseline (a group younger than
-        the window is open on it), and that baseline's peak in percent.
+    def anchored(self, now: float) -> tuple[Slots, FloatArray]:
+        """The table slots whose node is predicted from its baseline (a group younger than the
+        window is open on it), and those baselines' peaks in percent.
 
         While a group is young, its node's reading holds an unknown share of the group's pods (a
         source with less history than the window shows them sooner than the window's length
         says) and their step inflates its deviation, so reading plus missing share counted
         them up to twice. The baseline is the node before them: it plus their whole estimate
-        counts them once, whatever the source holds.
+        counts them once, whatever the source holds. Few nodes have a group open: the answer
+        is those slots only, not an array over the table.
         """
         self._fit_anchors(self.table.capacity)
         span = self.window.end - self.window.start
-        return self._anchor_ok & (now - self._anchor_started <= span), self._anchor_peak
+        open_slots = np.flatnonzero(self._anchor_ok)
+        slots = open_slots[now - self._anchor_started[open_slots] <= span]
+        return slots, self._anchor_peak[slots]
 
     def missing(
-        self, now: float, burst_window: float, burst_margin: float, anchored: BoolArray
+        self, now: float, burst_window: float, burst_margin: float, anchored: Slots, size: int
     ) -> tuple[FloatArray, FloatArray]:
-        """Per table slot: millicores of in-flight pods not yet in the window (all of them on
-        ``anchored`` slots), and the burst margin of those placed in the last ``burst_window`` seconds."""
+        """Per table slot below ``size``: millicores of in-flight pods not yet in the window (all of
+        them on ``anchored`` slots), and the burst margin of those placed in the last
+        ``burst_window`` seconds."""
         used = self._used
         alive = self.alive[:used]
-        estimate = self.estimator.estimate(self.class_id[:used], self.request[:used], self.limit[:used])
-        in_full = anchored[self.slot[:used]]
-        share = np.where(in_full, 1.0, 1.0 - self.visible_share(self.bound_at[:used]))
-        weights = np.where(alive, estimate * share, 0.0)
-        recent = alive & (now - self.bound_at[:used] < burst_window)
-        margin = np.where(recent, estimate * burst_margin, 0.0)
-        size = self.table.capacity
         slots = self.slot[:used]
-        return (
-            np.bincount(slots, weights=weights, minlength=size)[:size].astype(np.float64),
-            np.bincount(slots, weights=margin, minlength=size)[:size].astype(np.float64),
+        estimate = self.estimator.estimate(self.class_id[:used], self.request[:used], self.limit[:used])
+        in_full = np.zeros(max(len(self._anchor_ok), size), dtype=np.bool_)
+        in_full[anchored] = True
+        bound_at = self.bound_at[:used]
+        share = np.where(in_full[slots], 1.0, 1.0 - self.visible_share(bound_at))
+        weights = np.where(alive, estimate * share, 0.0)
+        margin = np.where(alive & (now - bound_at < burst_window), estimate * burst_margin, 0.0)
+        return (  # (without rows, bincount's zeros are integers)
+            np.bincount(slots, weights=weights, minlength=size)[:size].astype(np.float64, copy=False),
+            np.bincount(slots, weights=margin, minlength=size)[:size].astype(np.float64, copy=False),
         )
 
     def visible_share(self, bound_at: FloatArray) -> FloatArray:

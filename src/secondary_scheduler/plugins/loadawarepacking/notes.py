@@ -35,14 +35,30 @@ class LoadAwareNote:
     """Nodes without a CPU reading, loaded from their requests x the learned use per request."""
     unscored_mask: BoolArray = field(repr=False)
     """Nodes without a CPU reading scored 0 (fallbackToRequests: false)."""
-    missing_millis: FloatArray = field(repr=False)
-    """Millicores of pods bound since the window began that the reading lacks."""
-    rise_percent: FloatArray = field(repr=False)
-    """Percent points the coming hours rose in previous days (weeks)."""
-    anchored_mask: BoolArray = field(repr=False)
-    """Nodes predicted from their reading before their latest pods, those pods counted in full."""
+    missing_by_slot: FloatArray = field(repr=False)
+    """Per table slot, millicores of pods bound since the window began that the reading lacks
+    (nodes read from requests lack none: see ``missing_millis``)."""
+    rise_by_slot: FloatArray = field(repr=False)
+    """Per table slot, percent points the coming hours rose in previous days (weeks)."""
+    anchored_slots: IntArray = field(repr=False)
+    """Slots predicted from their reading before their latest pods, those pods counted in full."""
     held_for_seconds: float | None = None
     """Stale metrics: how old the held peaks are (None when fresh)."""
+
+    @property
+    def missing_millis(self) -> FloatArray:
+        """Per scored node, millicores of pods bound since the window began that the reading lacks."""
+        return np.where(self.estimated_mask, 0.0, self.missing_by_slot[self.nodes])
+
+    @property
+    def rise_percent(self) -> FloatArray:
+        """Per scored node, percent points the coming hours rose in previous days (weeks)."""
+        return np.where(self.estimated_mask, 0.0, self.rise_by_slot[self.nodes])
+
+    @property
+    def anchored_mask(self) -> BoolArray:
+        """Per scored node, whether it was read from before its latest pods."""
+        return np.isin(self.nodes, self.anchored_slots) & ~(self.estimated_mask | self.unscored_mask)
 
     @property
     def estimated(self) -> tuple[str, ...]:
@@ -58,11 +74,13 @@ class LoadAwareNote:
 
     @property
     def inflight(self) -> dict[str, int]:
-        return {self.names[self.nodes[i]]: int(self.missing_millis[i]) for i in _largest(self.missing_millis)}
+        missing = self.missing_millis
+        return {self.names[self.nodes[i]]: int(missing[i]) for i in _largest(missing)}
 
     @property
     def seasonal(self) -> dict[str, float]:
-        return {self.names[self.nodes[i]]: float(self.rise_percent[i]) for i in _largest(self.rise_percent)}
+        rise = self.rise_percent
+        return {self.names[self.nodes[i]]: float(rise[i]) for i in _largest(rise)}
 
     def lines(self) -> list[str]:
         replaced = ("no metrics, scored 0", "recently")  # said below in this plugin's terms

@@ -31,11 +31,11 @@ from secondary_scheduler.plugins.loadawarepacking.notes import LoadAwareNote
 from secondary_scheduler.plugins.loadawarepacking.occupancy import workload_pods
 from secondary_scheduler.plugins.loadawarepacking.scoring import (
     over_threshold,
-    predicted_percent,
     score_balanced,
     score_packed,
     with_opening_cost,
 )
+from secondary_scheduler.plugins.loadawarepacking.slotloads import SlotLoads, SlotLoadsCache
 from secondary_scheduler.plugins.loadawarepacking.telemetry import (
     NO_METRICS_ESTIMATED,
     NO_METRICS_UNSCORED,
@@ -45,9 +45,13 @@ from secondary_scheduler.plugins.loadawarepacking.telemetry import (
 from secondary_scheduler.plugins.trimaran.collector import Snapshot
 from secondary_scheduler.plugins.trimaran.nodeusage import NodeUsage
 from secondary_scheduler.plugins.trimaran.pluginbase import TrimaranPlugin
+from secondary_scheduler.plugins.trimaran.resourcestats import safe_divide
 from secondary_scheduler.plugins.trimaran.targetloadpacking.plugin import CapacityColumn
 
 log = logging.getLogger(__name__)
+
+_NO_NODES: Slots = np.zeros(0, dtype=np.intp)
+"""The metric view is asked for no node's rows: the prediction reads the per-slot history."""
 
 
 @dataclass(frozen=True)
@@ -74,6 +78,7 @@ class LoadAwarePacking(TrimaranPlugin, ScorePlugin, FilterPlugin):
             args.peak_percentile, args.peak_window, args.seasonal, args.seasonal_horizon
         )
         self._capacity = CapacityColumn()
+        self._loads = SlotLoadsCache()
         self._capacity_at_record: FloatArray = np.zeros(0)
         self._recorded: Snapshot | None = None
         self._index_name = f"loadawarepacking/{id(self)}"
@@ -116,44 +121,60 @@ class LoadAwarePacking(TrimaranPlugin, ScorePlugin, FilterPlugin):
             percent = with_opening_cost(prediction.percent, empty, self.args.opening_cost, target)
             scores = score_balanced(percent, target)
         state.add_note(prediction.note)
-        return np.where(prediction.unscored, 0, scores).astype(np.int64)
+        return np.where(prediction.unscored, 0, scores) if prediction.unscored.any() else scores
 
     # -- the prediction -----------------------------------------------------------------------
 
     def predict(self, pod: PodInfo, table: NodeTable, nodes: Slots) -> Prediction:
-        """Each node's predicted CPU peak (percent of capacity) with ``pod`` on it."""
-        usage = self.usage(table, nodes)
+        """Each node's predicted CPU peak (percent of capacity) with ``pod`` on it.
+
+        What only a snapshot or a node changes is laid out per slot once (``SlotLoads``). A cycle
+        works per slot up to the highest scored one, patches the few anchored slots and gathers
+        the scored nodes once at the end: the same sums, in the same order, as adding every part
+        per scored node (the decisions must not move with the layout).
+        """
+        usage = self.view.usage(table, _NO_NODES, self.policy)  # its snapshot and state, no rows
         self._record(table, usage)
         inflight = table.index(self._index_name, self._build_inflight)
         now = self.clock()
-        capacity = self._capacity.of(table)[nodes].astype(np.float64)
-        peak, rise, measured = self.history.gather(nodes)
-        anchored_all, baseline_all = inflight.anchored(now)
-        anchored = anchored_all[nodes]
-        if anchored.any():
-            peak = np.where(anchored, baseline_all[nodes], peak)
-        missing_all, margin_all = inflight.missing(
-            now, self.args.burst_window, self.args.burst_margin, anchored_all
-        )
-        missing, margin = missing_all[nodes], margin_all[nodes]
+        loads = self._loads.of(self.history, self._capacity.of(table), table)
+        upto = int(nodes.max(initial=-1)) + 1  # the slots worked on: every scored one
+        anchored, baseline_peaks = inflight.anchored(now)
+        args = self.args
+        missing, margin = inflight.missing(now, args.burst_window, args.burst_margin, anchored, upto)
         shape = self.estimator.shape(pod)
         pod_millis = self.estimator.estimate_one(shape)
-        unmeasured = ~measured
-        unscored = np.zeros(len(nodes), dtype=np.bool_)
-        if unmeasured.any():
-            if self.policy.fallback:
-                # Requests already hold every pod on the node, in flight or not.
-                peak = np.where(unmeasured, self._from_requests(table, nodes, capacity), peak)
-                missing = np.where(unmeasured, 0.0, missing)
-                rise = np.where(unmeasured, 0.0, rise)
-            else:
-                unscored = unmeasured
-        percent = predicted_percent(capacity, peak, rise, missing + margin + pod_millis)
+        # peak + rise + 100 * (missing + margin + pod) / capacity, per slot, in that order
+        load = missing + margin
+        load += pod_millis
+        load *= 100.0
+        load /= loads.divisor[:upto]
+        scored = anchored < upto
+        anchored, baseline_peaks = anchored[scored], baseline_peaks[scored]
+        added_on_anchored = load[anchored]
+        load += loads.base_percent[:upto]
+        load[anchored] = loads.anchored_base(anchored, baseline_peaks) + added_on_anchored
+        percent = load[nodes]
+        unmeasured = unscored = np.zeros(len(nodes), dtype=np.bool_)
+        without = 0
+        if not loads.all_measured:
+            unmeasured = ~loads.measured[nodes]
+            without = int(unmeasured.sum())
+        if without and self.policy.fallback:
+            # Requests already hold every pod on the node, in flight or not: no missing share.
+            at = np.flatnonzero(unmeasured)
+            capacity = loads.capacity[nodes[at]]
+            requested = self._from_requests(table, nodes[at], capacity)
+            added = safe_divide(100.0 * (margin[nodes[at]] + pod_millis), capacity, capacity > 0)
+            percent[at] = np.where(capacity > 0, requested + 0.0 + added, 100.0 + added)
+        elif without:
+            unscored = unmeasured
+        unscored_count = without if unscored is unmeasured else 0
         note = self._note(
-            usage, table, nodes, pod_millis, shape, unmeasured, unscored, missing, rise, anchored
+            usage, table, nodes, pod_millis, shape, unmeasured, unscored, missing, loads, anchored
         )
-        self._count(usage, unmeasured, unscored, len(inflight))
-        self._tell(pod, usage, table, nodes, unmeasured, unscored)
+        self._count(usage, len(nodes), without, unscored_count, len(inflight))
+        self._tell(pod, usage, table, nodes, unmeasured, without, unscored_count)
         return Prediction(percent, unscored, note)
 
     def _tell(
@@ -163,21 +184,22 @@ class LoadAwarePacking(TrimaranPlugin, ScorePlugin, FilterPlugin):
         table: NodeTable,
         nodes: Slots,
         unmeasured: BoolArray,
-        unscored: BoolArray,
+        without: int,
+        unscored: int,
     ) -> None:
         """The Warning Events of degraded metrics (once per episode; see ``events``)."""
         held = usage.stale and self.history.known
         self.events.stale(pod, held, usage.source, usage.age_seconds, self.policy.staleness_limit)
-        if held or not unmeasured.any():
+        if held or not without:
             self.events.missing(pod, (), 0, usage.source, "")
             return
-        if unscored.any():
+        if unscored:
             instead = "scored 0 (fallbackToRequests: false)"
         else:
             factor = self.estimator.global_ratio or self.args.default_usage_factor
             instead = f"their load predicted from their pods' CPU requests x {factor:.2f}"
         names = [table.names[slot] for slot in nodes[unmeasured][:10].tolist()]
-        self.events.missing(pod, names, int(unmeasured.sum()), usage.source, instead)
+        self.events.missing(pod, names, without, usage.source, instead)
 
     def _from_requests(self, table: NodeTable, nodes: Slots, capacity: FloatArray) -> FloatArray:
         """Load of nodes without a reading: their pods' CPU requests x the learned use per request."""
@@ -239,10 +261,10 @@ class LoadAwarePacking(TrimaranPlugin, ScorePlugin, FilterPlugin):
         unmeasured: BoolArray,
         unscored: BoolArray,
         missing: FloatArray,
-        rise: FloatArray,
-        anchored: BoolArray,
+        loads: SlotLoads,
+        anchored: Slots,
     ) -> LoadAwareNote:
-        estimated = unmeasured & ~unscored
+        estimated = unmeasured & ~unscored if unscored.any() else unmeasured
         metrics = usage.note(self.name, table, nodes, {"cpu": estimated}, unscored)
         held = None
         if usage.stale and self.history.known:
@@ -266,18 +288,17 @@ class LoadAwarePacking(TrimaranPlugin, ScorePlugin, FilterPlugin):
             nodes=nodes,
             estimated_mask=estimated,
             unscored_mask=unscored,
-            missing_millis=missing,
-            rise_percent=rise,
-            anchored_mask=anchored & ~unmeasured,
+            missing_by_slot=missing,
+            rise_by_slot=loads.rise,
+            anchored_slots=anchored,
             held_for_seconds=held,
         )
 
-    def _count(self, usage: NodeUsage, unmeasured: BoolArray, unscored: BoolArray, inflight: int) -> None:
-        without, unscored_count = int(unmeasured.sum()), int(unscored.sum())
-        estimated = without - unscored_count
-        self._stale_gauge.set(len(unmeasured) - without if usage.stale else 0)
+    def _count(self, usage: NodeUsage, nodes: int, without: int, unscored: int, inflight: int) -> None:
+        estimated = without - unscored
+        self._stale_gauge.set(nodes - without if usage.stale else 0)
         self._estimated_gauge.set(estimated)
-        self._unscored_gauge.set(unscored_count)
+        self._unscored_gauge.set(unscored)
         self._inflight_gauge.set(inflight)
         if estimated:
             self.services.telemetry.estimated_scores.labels(self.name, usage.source).inc(estimated)

@@ -1,6 +1,7 @@
-"""LoadAwarePacking's maths, vectorised over nodes: the predicted peak, the score, the filter.
+"""LoadAwarePacking's maths, vectorised over nodes: the score and the filter of a predicted peak.
 
-A node's predicted CPU, in percent of its capacity, once the pod runs there:
+A node's predicted CPU, in percent of its capacity, once the pod runs there (``plugin.predict``
+computes it per slot):
 
     peak (window percentile) + seasonal rise + 100 * (in-flight missing + burst margin + pod) / capacity
 
@@ -18,7 +19,6 @@ from __future__ import annotations
 import numpy as np
 
 from secondary_scheduler.framework.aliases import BoolArray, FloatArray, IntArray
-from secondary_scheduler.plugins.trimaran.resourcestats import safe_divide
 
 FITS_FLOOR = 50.0
 """The lowest score of a node that stays under the target; crossing nodes score below it."""
@@ -27,28 +27,19 @@ FULL_SCORE = 2.0
 target 70)."""
 
 
-def predicted_percent(
-    capacity_millis: FloatArray,
-    peak_percent: FloatArray,
-    rise_percent: FloatArray,
-    added_millis: FloatArray,
-) -> FloatArray:
-    """Each node's predicted peak CPU in percent; ``added_millis``: in-flight, margin and the pod."""
-    added = safe_divide(100.0 * added_millis, capacity_millis, capacity_millis > 0)
-    return np.where(capacity_millis > 0, peak_percent + rise_percent + added, 100.0 + added)
-
-
 def score_packed(predicted: FloatArray, target: float) -> IntArray:
     """50-100 rising to the target for nodes that stay under it, 49 towards 0 beyond it."""
-    load = np.clip(predicted, 0.0, 100.0)
-    under = FITS_FLOOR + ((100.0 - FITS_FLOOR) / target) * load
+    under = np.clip(predicted, 0.0, 100.0)
+    under *= (100.0 - FITS_FLOOR) / target
+    under += FITS_FLOOR
     return _with_crossing(predicted, under, target)
 
 
 def score_balanced(predicted: FloatArray, target: float) -> IntArray:
     """100-50 falling to the target for nodes that stay under it, 49 towards 0 beyond it."""
-    load = np.clip(predicted, 0.0, 100.0)
-    under = 100.0 - ((100.0 - FITS_FLOOR) / target) * load
+    under = np.clip(predicted, 0.0, 100.0)
+    under *= (100.0 - FITS_FLOOR) / target
+    np.subtract(100.0, under, out=under)
     return _with_crossing(predicted, under, target)
 
 
@@ -57,7 +48,7 @@ def _with_crossing(predicted: FloatArray, under: FloatArray, target: float) -> I
     ``FULL_SCORE`` at 100 % (which node crosses least matters most there), then on towards 0
     without reaching it: when a burst leaves every node over 100 %, a node predicted at 105 % must
     still beat one at 250 % (a floor of 0 at 100 % made them tie, and the tie was broken at random)."""
-    raw = under.copy()
+    raw = under  # a fresh array of the caller's: filled in place
     crossing = np.flatnonzero(predicted > target)  # usually few: work on those only
     if len(crossing):
         load = predicted[crossing]
@@ -65,7 +56,8 @@ def _with_crossing(predicted: FloatArray, under: FloatArray, target: float) -> I
         to_full = FULL_SCORE + (FITS_FLOOR - 1.0 - FULL_SCORE) * (100.0 - np.minimum(load, 100.0)) / span
         past_full = FULL_SCORE * span / (span + np.maximum(load - 100.0, 0.0))
         raw[crossing] = np.minimum(np.where(load > 100.0, past_full, to_full), FITS_FLOOR - 1.0)
-    return np.floor(raw + 0.5).astype(np.int64)  # halves up, as Go's math.Round for x >= 0
+    raw += 0.5
+    return np.floor(raw, out=raw).astype(np.int64)  # halves up, as Go's math.Round for x >= 0
 
 
 def with_opening_cost(predicted: FloatArray, empty: BoolArray, cost: float, target: float) -> FloatArray:
