@@ -346,3 +346,30 @@ async def test_the_drift_of_other_pods_is_read_over_the_same_quiet_nodes() -> No
     await world.refresh()
     _, note = world.score(vm("s5"))
     assert note.pod_millis == pytest.approx(700)
+
+
+async def test_a_node_is_predicted_alike_whichever_nodes_are_scored_with_it() -> None:
+    """The prediction is worked per table slot and gathered for the scored nodes: a node's figure
+    and its note must not depend on which other nodes the cycle scores, nor on their order
+    (anchored, in-flight, estimated and unmeasured nodes included)."""
+    world = World({"a": CORES, "b": CORES, "c": 2 * CORES, "silent": CORES, "d": CORES})
+    world.cpu = {"a": (30.0, 2.0), "b": (50.0, 0.0), "c": (10.0, 1.0), "d": (65.0, 3.0)}
+    world.place(vm("old", node_name="silent", bound_at=START - 5000, request="1600m"), "silent")
+    await world.refresh()
+    world.now += 30
+    world.place(vm("new-a", limit="1", node_name="a", bound_at=world.now), "a")  # anchored
+    world.place(vm("new-d", limit="2", node_name="d", bound_at=world.now - 600), "d")  # in flight only
+    pod = PodInfo.from_pod(vm("p", limit="800m"))
+    table = world.table
+    everyone = np.array([table.slot_of(name) for name in ("a", "b", "c", "silent", "d")], dtype=np.intp)
+    whole = world.plugin.predict(pod, table, everyone)
+    for subset in (["d", "a"], ["silent"], ["c", "silent", "a"], ["b"]):
+        slots = np.array([table.slot_of(name) for name in subset], dtype=np.intp)
+        part = world.plugin.predict(pod, table, slots)
+        at = [list(everyone).index(slot) for slot in slots]
+        assert part.percent.tolist() == whole.percent[at].tolist()
+        assert part.note.missing_millis.tolist() == whole.note.missing_millis[at].tolist()
+        assert set(part.note.anchored) == set(whole.note.anchored) & set(subset)
+        assert set(part.note.estimated) == set(whole.note.estimated) & set(subset)
+    assert whole.note.anchored == ("a",) and whole.note.estimated == ("silent",)
+    assert whole.note.missing_millis[[0, 4]].min() > 0
