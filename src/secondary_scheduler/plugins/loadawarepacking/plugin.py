@@ -52,6 +52,7 @@ log = logging.getLogger(__name__)
 
 _NO_NODES: Slots = np.zeros(0, dtype=np.intp)
 """The metric view is asked for no node's rows: the prediction reads the per-slot history."""
+_NO_FLAGS: BoolArray = np.zeros(0, dtype=np.bool_)
 
 
 @dataclass(frozen=True)
@@ -155,13 +156,14 @@ class LoadAwarePacking(TrimaranPlugin, ScorePlugin, FilterPlugin):
         load += loads.base_percent[:upto]
         load[anchored] = loads.anchored_base(anchored, baseline_peaks) + added_on_anchored
         percent = load[nodes]
-        unmeasured = unscored = np.zeros(len(nodes), dtype=np.bool_)
-        without = 0
+        # Nodes without a reading: loaded from their requests (estimated), or scored 0 (unscored).
+        unmeasured = estimated = unscored = np.zeros(len(nodes), dtype=np.bool_)
         if not loads.all_measured:
             unmeasured = ~loads.measured[nodes]
-            without = int(unmeasured.sum())
+        without = int(unmeasured.sum()) if not loads.all_measured else 0
         if without and self.policy.fallback:
             # Requests already hold every pod on the node, in flight or not: no missing share.
+            estimated = unmeasured
             at = np.flatnonzero(unmeasured)
             capacity = loads.capacity[nodes[at]]
             requested = self._from_requests(table, nodes[at], capacity)
@@ -169,9 +171,9 @@ class LoadAwarePacking(TrimaranPlugin, ScorePlugin, FilterPlugin):
             percent[at] = np.where(capacity > 0, requested + 0.0 + added, 100.0 + added)
         elif without:
             unscored = unmeasured
-        unscored_count = without if unscored is unmeasured else 0
+        unscored_count = 0 if self.policy.fallback else without
         note = self._note(
-            usage, table, nodes, pod_millis, shape, unmeasured, unscored, missing, loads, anchored
+            usage, table, nodes, pod_millis, shape, estimated, unscored, without, missing, loads, anchored
         )
         self._count(usage, len(nodes), without, unscored_count, len(inflight))
         self._tell(pod, usage, table, nodes, unmeasured, without, unscored_count)
@@ -258,14 +260,17 @@ class LoadAwarePacking(TrimaranPlugin, ScorePlugin, FilterPlugin):
         nodes: Slots,
         pod_millis: float,
         shape: PodShape,
-        unmeasured: BoolArray,
+        estimated: BoolArray,
         unscored: BoolArray,
+        without: int,
         missing: FloatArray,
         loads: SlotLoads,
         anchored: Slots,
     ) -> LoadAwareNote:
-        estimated = unmeasured & ~unscored if unscored.any() else unmeasured
-        metrics = usage.note(self.name, table, nodes, {"cpu": estimated}, unscored)
+        if without:
+            metrics = usage.note(self.name, table, nodes, {"cpu": estimated}, unscored)
+        else:  # every node has a reading: the note names none (and need not look)
+            metrics = usage.note(self.name, table, _NO_NODES, {"cpu": _NO_FLAGS}, _NO_FLAGS)
         held = None
         if usage.stale and self.history.known:
             held = max(0.0, self.clock() - self.history.taken_at)
