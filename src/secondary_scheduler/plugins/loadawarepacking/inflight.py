@@ -157,6 +157,12 @@ class InFlightPods:
         self.limit: FloatArray = np.zeros(size)
         self.alive: BoolArray = np.zeros(size, dtype=np.bool_)
         self._used = 0
+        self.estimate_millis: FloatArray = np.zeros(size)
+        self.unseen: FloatArray = np.zeros(size)
+        """Per row, the pod's estimate and the share of its use the window lacks: they change only
+        with a lesson or a window, so a cycle computes them for the rows added since (``_settle_rows``)."""
+        self._settled_rows = 0
+        self._settled_as_of: tuple[int, Window] | None = None
         self.window = window or Window(0.0, 0.0)
         self.groups: dict[int, Group] = {}
         self.level = 0.0
@@ -232,20 +238,36 @@ class InFlightPods:
         """Per table slot below ``size``: millicores of in-flight pods not yet in the window (all of
         them on ``anchored`` slots), and the burst margin of those placed in the last
         ``burst_window`` seconds."""
-        used = self._used
+        used = self._settle_rows()
         alive = self.alive[:used]
         slots = self.slot[:used]
-        estimate = self.estimator.estimate(self.class_id[:used], self.request[:used], self.limit[:used])
+        estimate = self.estimate_millis[:used]
         in_full = np.zeros(max(len(self._anchor_ok), size), dtype=np.bool_)
         in_full[anchored] = True
         bound_at = self.bound_at[:used]
-        share = np.where(in_full[slots], 1.0, 1.0 - self.visible_share(bound_at))
+        share = np.where(in_full[slots], 1.0, self.unseen[:used])
         weights = np.where(alive, estimate * share, 0.0)
         margin = np.where(alive & (now - bound_at < burst_window), estimate * burst_margin, 0.0)
         return (  # (without rows, bincount's zeros are integers)
             np.bincount(slots, weights=weights, minlength=size)[:size].astype(np.float64, copy=False),
             np.bincount(slots, weights=margin, minlength=size)[:size].astype(np.float64, copy=False),
         )
+
+    def _settle_rows(self) -> int:
+        """Fill ``estimate_millis`` and ``unseen`` of the rows added since the last cycle (of every
+        row after a lesson or a new window); returns the rows in use."""
+        as_of = (self.estimator.observations, self.window)
+        if as_of != self._settled_as_of:
+            self._settled_as_of, self._settled_rows = as_of, 0
+        used = self._used
+        new = slice(self._settled_rows, used)
+        if new.start < used:
+            self.estimate_millis[new] = self.estimator.estimate(
+                self.class_id[new], self.request[new], self.limit[new]
+            )
+            self.unseen[new] = 1.0 - self.visible_share(self.bound_at[new])
+            self._settled_rows = used
+        return used
 
     def visible_share(self, bound_at: FloatArray) -> FloatArray:
         """The share of each pod's use the current window's mean holds."""
@@ -431,6 +453,7 @@ class InFlightPods:
 
         self.slot, self.bound_at, self.class_id = grown(self.slot), grown(self.bound_at), grown(self.class_id)
         self.request, self.limit, self.alive = grown(self.request), grown(self.limit), grown(self.alive)
+        self.estimate_millis, self.unseen = grown(self.estimate_millis), grown(self.unseen)
 
     def _compact(self) -> None:
         """Move the live rows to the front (rows of removed pods are only marked dead)."""
@@ -439,7 +462,9 @@ class InFlightPods:
             return
         keep = np.flatnonzero(self.alive[:used])
         new_row = {int(old): new for new, old in enumerate(keep.tolist())}
-        for array in (self.slot, self.bound_at, self.class_id, self.request, self.limit, self.alive):
+        self._settled_rows = int((keep < self._settled_rows).sum())  # the order is kept
+        moved = (self.slot, self.bound_at, self.class_id, self.request, self.limit, self.alive)
+        for array in (*moved, self.estimate_millis, self.unseen):
             array[: len(keep)] = array[keep]
         self.alive[len(keep) : used] = False
         self._rows = {key: new_row[row] for key, row in self._rows.items()}
