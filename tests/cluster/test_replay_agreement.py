@@ -14,8 +14,11 @@ later), which is the first to show the first wave's use. Prometheus scrapes ever
 The replay. The trace the cluster run followed (each VM's arrival time from the run, its usage from
 its start) is written as a secsched trace and replayed, per profile, from a starting cluster made as
 ``replay --snapshot`` makes it: the half's Node objects and existing pods from the API, each node's
-load as Prometheus measured it. Its t=0 is Prometheus' first sample; its simulated Prometheus
-scrapes every 2 s like the real one.
+load as Prometheus measured it. The Node objects are read once every node is Ready and untainted, as
+the live scheduler sees them when the VMs arrive: admission gives a new node a not-ready taint that
+the node lifecycle controller lifts some time after the node is Ready (on a busy machine, after the
+cluster fixture is up), and a node read with it would stay unschedulable for the whole replay. Its
+t=0 is Prometheus' first sample; its simulated Prometheus scrapes every 2 s like the real one.
 
 What is compared: the state once every VM runs, with the demo's placement-quality measures
 (``demo.quality.measure``) on both sides: nodes over the 70 % target, VMs on them, the busiest
@@ -44,6 +47,7 @@ apart by (``RANKED``), the replay ranks them as the cluster does.
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 import time
 from collections.abc import Iterator
@@ -73,6 +77,7 @@ from secondary_scheduler.replay.trace import (
 )
 from secsched_devtools.cluster.loadmodel import CPU_ANNOTATION, MEMORY_ANNOTATION, pod_usage
 from secsched_devtools.cluster.localcluster import ClusterOptions, LocalCluster
+from secsched_devtools.cluster.nodes import is_ready
 from secsched_devtools.cluster.schedulers import SchedulerRun
 from secsched_devtools.quality import Quality, measure
 from tests.cluster.schedulerproc import running_scheduler
@@ -274,7 +279,8 @@ async def prometheus_shows(cluster: LocalCluster, expected: dict[str, float], wh
 
 
 def snapshot_time(scheduler: SchedulerRun) -> float:
-    """When the scheduler's newest metrics snapshot was taken (Unix seconds)."""
+    """When the scheduler's newest metrics snapshot was taken (Unix seconds); NaN before its first
+    fetch (its /readyz answers once its caches synced, before that fetch ends)."""
     return time.time() - scheduler.metric("secsched_trimaran_metrics_age_seconds")
 
 
@@ -317,6 +323,22 @@ class Halves:
         )
 
 
+async def untainted_nodes(api: ApiClient) -> list[dict[str, Any]]:
+    """The cluster's nodes once every one is Ready and carries no taint: the nodes the live scheduler
+    places the VMs on, as the replay must start from them. Issue 41: read while the node lifecycle
+    controller was still lifting the not-ready taints (three nodes of the TargetLoadPacking half and
+    one of the default half kept theirs), the replay could use only the hot nodes and piled 10 VMs
+    onto them."""
+
+    async def settled() -> list[dict[str, Any]] | None:
+        nodes: list[dict[str, Any]] = (await api.list_all("/api/v1/nodes"))["items"]
+        schedulable = [node for node in nodes if is_ready(node) and not node["spec"].get("taints")]
+        return nodes if len(schedulable) == 2 * HALF else None
+
+    what = f"all {2 * HALF} nodes to be Ready and untainted"
+    return await wait_for(settled, what, timeout=60, interval=0.2)
+
+
 async def start_existing_pods(api: ApiClient, namespace: str, halves: Halves) -> list[dict[str, Any]]:
     for half in halves.of.values():
         for index, node in enumerate(half):
@@ -332,13 +354,15 @@ async def all_bound(api: ApiClient, halves: Halves, name: str) -> bool:
     return True
 
 
-async def next_fetch(scheduler: SchedulerRun, after: float) -> None:
-    """Until the scheduler holds a metrics snapshot taken after ``after`` (its next fetch)."""
+async def next_fetch(scheduler: SchedulerRun, after: float) -> float:
+    """Until the scheduler holds a metrics snapshot taken after ``after`` (its next fetch; its first
+    with ``after=-math.inf``); when that snapshot was taken."""
 
-    async def fetched() -> bool:
-        return snapshot_time(scheduler) > after
+    async def fetched() -> float | None:
+        taken = snapshot_time(scheduler)
+        return taken if taken > after else None  # NaN (no snapshot yet) is never after
 
-    await wait_for(fetched, "the scheduler's next metrics fetch", timeout=45)
+    return await wait_for(fetched, "the scheduler's next metrics fetch", timeout=45)
 
 
 async def submit_waves(
@@ -384,7 +408,7 @@ async def measured(
 
 
 async def run_live(cluster: LocalCluster, api: ApiClient, directory: Path) -> LiveRun:
-    halves = Halves((await api.list_all("/api/v1/nodes"))["items"], list(configs()))
+    halves = Halves(await untainted_nodes(api), list(configs()))
     async with fresh_namespace(api, "existing") as existing_namespace:
         existing = await start_existing_pods(api, existing_namespace, halves)
         no_base_load = {"default": {"cpu": 0.0, "memory": 0.0, "noise": 0.0}, "podFactor": 1.0}
@@ -398,7 +422,7 @@ async def run_live(cluster: LocalCluster, api: ApiClient, directory: Path) -> Li
             starting = {profile: halves.starting(profile, existing, cpu, memory) for profile in halves.of}
             config = live_config(cluster.prometheus_url)
             with running_scheduler(cluster.kubeconfig, directory, config) as scheduler:
-                first_fetch = snapshot_time(scheduler) - epoch
+                first_fetch = await next_fetch(scheduler, after=-math.inf) - epoch
                 async with fresh_namespace(api, "tlp") as tlp, fresh_namespace(api, "default") as default:
                     halves.namespaces = dict(zip(halves.of, (tlp, default), strict=True))
                     records = await submit_waves(api, halves, scheduler, epoch)
