@@ -5,7 +5,11 @@ Both plugins score every node of an in-memory NodeTable from one Prometheus-shap
 pod is placed on the best node (assumed), so both carry a growing set of pods not yet in the
 metrics, as in a burst. Only the Score call is timed. Run from the repository root:
 
-    .venv/bin/python -m bench.loadaware_score --nodes 5000 --pods 300
+    .venv/bin/python -m bench.loadaware_score --nodes 5000 --pods 300 --repeats 5
+
+On a shared machine the load moves both figures by tens of percent from one minute to the next:
+``--repeats`` runs both plugins that many times in one process, alternating which goes first,
+prints every run and then each plugin's median of its runs' medians and the ratio per run.
 """
 
 from __future__ import annotations
@@ -128,15 +132,29 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--pods", type=int, default=300)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--repeats", type=int, default=1, help="runs of both plugins, alternating")
     options = parser.parse_args()
+    if options.repeats < 1:
+        parser.error(f"--repeats must be at least 1, got {options.repeats}")
     print(f"Score per pod at {options.nodes} nodes, {options.pods} pods (each assumed on its best node)")
-    print("| plugin | median µs | p90 µs | mean µs |")
-    print("| :--- | ---: | ---: | ---: |")
-    for name in ARGS:
-        timings = asyncio.run(measure(name, options.nodes, options.pods, options.seed))
-        micros = sorted(t * 1e6 for t in timings)
-        p90 = micros[int(0.9 * (len(micros) - 1))]
-        print(f"| {name} | {statistics.median(micros):.0f} | {p90:.0f} | {statistics.fmean(micros):.0f} |")
+    print("| run | plugin | median µs | p90 µs | mean µs |")
+    print("| ---: | :--- | ---: | ---: | ---: |")
+    medians: dict[str, list[float]] = {name: [] for name in ARGS}
+    for run in range(1, options.repeats + 1):
+        names = list(ARGS) if run % 2 else list(reversed(ARGS))
+        for name in names:
+            timings = asyncio.run(measure(name, options.nodes, options.pods, options.seed))
+            micros = sorted(t * 1e6 for t in timings)
+            p90, mean = micros[int(0.9 * (len(micros) - 1))], statistics.fmean(micros)
+            medians[name].append(statistics.median(micros))
+            print(f"| {run} | {name} | {medians[name][-1]:.0f} | {p90:.0f} | {mean:.0f} |")
+    ours, theirs = medians["LoadAwarePacking"], medians["TargetLoadPacking"]
+    ratios = [mine / other for mine, other in zip(ours, theirs, strict=True)]
+    print(
+        f"median of the runs' medians: TargetLoadPacking {statistics.median(theirs):.0f} µs, "
+        f"LoadAwarePacking {statistics.median(ours):.0f} µs; LoadAwarePacking / TargetLoadPacking per run: "
+        f"{', '.join(f'{ratio:.2f}' for ratio in ratios)} (median {statistics.median(ratios):.2f})"
+    )
 
 
 if __name__ == "__main__":
