@@ -33,9 +33,10 @@ from secondary_scheduler.kube.wait import wait_for
 from secsched_devtools.cluster.localcluster import LocalCluster
 from secsched_devtools.cluster.nodes import (
     KWOK_ANNOTATION,
+    LIFECYCLE_TAINTS,
     NodeShape,
     create_nodes,
-    is_ready,
+    is_settled,
     node_manifest,
 )
 from secsched_devtools.cluster.schedulers import OURS, UPSTREAM, SchedulerRun, start_scheduler
@@ -56,7 +57,6 @@ TAINT = {"key": "fidelity.secsched.io/test", "value": "true", "effect": "NoSched
 CLOSED = {"key": "fidelity.secsched.io/closed", "value": "true", "effect": "NoSchedule"}
 """On a node some pods must not use, though it still counts as a spreading domain
 (nodeTaintsPolicy defaults to Ignore)."""
-NOT_READY = ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")
 REQUEUE_BOUND = 5.0
 """Seconds a waiting pod may take to be scheduled once what it waited for is there: queueing
 hints do it in ~1-2 s (the initial backoff); the flush of unschedulable pods takes 5 minutes."""
@@ -141,7 +141,7 @@ class World:
     ) -> JSON:
         """Pod metadata+spec: bound to ``node`` (a role) when given, else for the world's scheduler."""
         tolerations = [{**TAINT, "operator": "Equal"}]
-        tolerations += [{"key": key, "operator": "Exists"} for key in NOT_READY]
+        tolerations += [{"key": key, "operator": "Exists"} for key in LIFECYCLE_TAINTS]
         body: JSON = {
             "containers": [{"name": "app", "image": PAUSE, "resources": {"requests": {"cpu": cpu}}}],
             "tolerations": tolerations,
@@ -229,11 +229,6 @@ class World:
         return await wait_for(bound, f"{count} pods of {self.who}'s {selector} to be bound", 90, 0.2)
 
 
-def not_tainted(node: JSON) -> bool:
-    """Without the not-ready or unreachable taint the node lifecycle controller manages."""
-    return not any(taint.get("key") in NOT_READY for taint in node["spec"].get("taints") or ())
-
-
 @asynccontextmanager
 async def worlds(api: ApiClient, specs: list[NodeSpec]) -> AsyncIterator[dict[str, World]]:
     """A world per scheduler, each with a namespace and nodes as ``specs`` say (ready when managed)."""
@@ -263,7 +258,7 @@ async def worlds(api: ApiClient, specs: list[NodeSpec]) -> AsyncIterator[dict[st
             # lifts it some time after Ready, and that taint change would requeue (with a Queue
             # hint from PodTopologySpread and others) a pod a case is watching wait.
             listed = (await api.list_all("/api/v1/nodes", {"labelSelector": f"{WORLD_LABEL}"}))["items"]
-            settled = {node["metadata"]["name"] for node in listed if is_ready(node) and not_tainted(node)}
+            settled = {node["metadata"]["name"] for node in listed if is_settled(node)}
             return managed <= settled
 
         try:

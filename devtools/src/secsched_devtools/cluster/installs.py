@@ -18,7 +18,7 @@ from secondary_scheduler.kube.wait import poll_until
 from secsched_devtools.cluster import provisioner
 from secsched_devtools.cluster.components import PROVISIONER
 from secsched_devtools.cluster.layout import ClusterError, ClusterLayout
-from secsched_devtools.cluster.nodes import NodeShape, create_nodes, is_ready, plan_nodes
+from secsched_devtools.cluster.nodes import NodeShape, create_nodes, is_settled, plan_nodes
 from secsched_devtools.cluster.progress import step
 from secsched_devtools.cluster.supervisor import Supervisor
 from secsched_devtools.repo import REPO
@@ -118,17 +118,18 @@ class ApiInstalls:
         ]
 
     def create_nodes(self) -> None:
-        """The options' KWOK nodes, waited for until Ready."""
+        """The options' KWOK nodes, waited for until Ready and their not-ready taint is lifted."""
         options = self.layout.options
         if options.nodes <= 0:
             return
-        with step(f"creating {options.nodes} KWOK nodes and waiting until they are Ready"):
+        with step(f"creating {options.nodes} KWOK nodes and waiting until they are Ready and untainted"):
             asyncio.run(self._create_and_wait(plan_nodes(options.nodes, options.shape, options.zones)))
 
     async def add_nodes(
         self, count: int, shape: NodeShape | None = None, start: int | None = None
     ) -> list[str]:
-        """Create more fake nodes (named after the ones there are) and wait until they are Ready."""
+        """Create more fake nodes (named after the ones there are) and wait until they are Ready and
+        untainted (a test that reads or snapshots them at once sees what a scheduler will)."""
         if start is None:
             async with self.api() as api:
                 start = len((await api.list_all("/api/v1/nodes"))["items"])
@@ -143,14 +144,15 @@ class ApiInstalls:
 
             async def ready() -> set[str]:
                 nodes = (await api.list_all("/api/v1/nodes"))["items"]
-                return {node["metadata"]["name"] for node in nodes if is_ready(node)}
+                return {node["metadata"]["name"] for node in nodes if is_settled(node)}
 
             try:
                 await poll_until(
                     ready,
                     lambda found: names <= found,
                     lambda found: (
-                        f"{len(names - found)} of {len(names)} nodes are not Ready after "
+                        f"{len(names - found)} of {len(names)} nodes are not Ready (or still tainted "
+                        f"not-ready) after "
                         f"{timeout:.0f}s; see {self.supervisor.records['kwok'].log}"
                     ),
                     timeout,

@@ -113,8 +113,19 @@ async def create_nodes(api: ApiClient, manifests: list[dict[str, Any]], concurre
     await asyncio.gather(*(create(manifest) for manifest in manifests))
 
 
+LIFECYCLE_TAINTS = ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")
+"""Taints the node lifecycle controller manages: admission puts not-ready on every new node and the
+controller lifts it some seconds after the node is Ready (later on a busy machine)."""
+
+
 def is_ready(node: dict[str, Any]) -> bool:
     for condition in node.get("status", {}).get("conditions") or []:
         if condition.get("type") == "Ready":
             return bool(condition.get("status") == "True")
     return False
+
+
+def is_settled(node: dict[str, Any]) -> bool:
+    """Ready, and no longer carrying a lifecycle taint: what a scheduler can place pods on."""
+    taints = node.get("spec", {}).get("taints") or ()
+    return is_ready(node) and not any(taint.get("key") in LIFECYCLE_TAINTS for taint in taints)
