@@ -17,6 +17,7 @@ from secondary_scheduler.cli.errors import InputError, install_hint
 from secondary_scheduler.cli.plugin_option import plugin_option
 from secondary_scheduler.cli.score_inputs import load_snapshot
 from secondary_scheduler.config.model import Profile, SchedulerConfiguration
+from secondary_scheduler.kube.client import JSON
 from secondary_scheduler.plugins.registry import Registry
 from secondary_scheduler.plugins.trimaran.watchermetrics import CPU, MEMORY, resource_data
 from secondary_scheduler.replay.cluster import DEFAULT_NODE_SHAPE, NodeShape, StartingCluster
@@ -291,6 +292,7 @@ def _cluster(snapshot_path: str | None, nodes: int | None, node_shape: str) -> S
         return StartingCluster.generated(nodes, shape)
     assert snapshot_path is not None
     snapshot = load_snapshot(snapshot_path)
+    _warn_of_lifecycle_taints(snapshot.nodes)
     usage: dict[str, tuple[float, float]] = {}
     if snapshot.metrics is not None:
         for node in snapshot.nodes:
@@ -305,6 +307,28 @@ def _cluster(snapshot_path: str | None, nodes: int | None, node_shape: str) -> S
         f"{snapshot_path} ({len(snapshot.nodes)} nodes, {len(snapshot.pods)} pods)",
         snapshot.objects,
     )
+
+
+LIFECYCLE_TAINTS = ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")
+"""Taints the node lifecycle controller puts on a node whose kubelet does not report, and lifts
+when it does again; nothing in a replay lifts them."""
+
+
+def _warn_of_lifecycle_taints(nodes: list[JSON]) -> None:
+    """A node caught NotReady when the snapshot was taken stays unusable for the whole replay: say so."""
+    tainted = [
+        node["metadata"]["name"]
+        for node in nodes
+        if any(taint.get("key") in LIFECYCLE_TAINTS for taint in (node.get("spec") or {}).get("taints") or ())
+    ]
+    if tainted:
+        shown = ", ".join(tainted[:5]) + (f" and {len(tainted) - 5} more" if len(tainted) > 5 else "")
+        click.echo(
+            f"warning: {len(tainted)} node(s) of the snapshot carry the not-ready or unreachable taint "
+            f"({shown}): the replay keeps them unschedulable throughout, as the snapshot shows them; "
+            "take the snapshot again once they are Ready to replay onto them",
+            err=True,
+        )
 
 
 def _trace(path: str, trace_format: str) -> Trace:

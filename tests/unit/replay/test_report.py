@@ -102,3 +102,35 @@ def test_bad_flags_are_named_with_their_fix(tmp_path: Path, extra: list[str], fl
     outcome = CliRunner().invoke(cli, ["replay", "--trace", str(trace), "--config", config, *extra])
     assert outcome.exit_code != 0
     assert flag in outcome.output
+
+
+def test_a_snapshot_node_caught_not_ready_is_warned_of(tmp_path: Path) -> None:
+    """Nothing lifts the node lifecycle controller's taint in a replay: the user hears that the node
+    stays unusable (a snapshot taken while it was briefly NotReady would otherwise quietly skew it)."""
+    trace = tmp_path / "trace.jsonl"
+    fleet = FleetTrace(FleetOptions(vms=2, days=0.1, seed=1))
+    write_trace(trace, fleet.header, fleet.records())
+    nodes = [
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+            "spec": {"taints": taints},
+            "status": {
+                "capacity": {"cpu": "16", "memory": "64Gi", "pods": "110"},
+                "allocatable": {"cpu": "16", "memory": "64Gi", "pods": "110"},
+            },
+        }
+        for name, taints in (
+            ("ready", []),
+            ("caught", [{"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}]),
+        )
+    ]
+    snapshot = tmp_path / "snapshot.json"
+    snapshot.write_text(json.dumps({"nodes": nodes, "pods": []}))
+    config = str(EXAMPLES / "default.yaml")
+    arguments = ["--trace", str(trace), "--config", config, "--snapshot", str(snapshot), "--output", "json"]
+    outcome = CliRunner().invoke(cli, ["replay", *arguments])
+    assert outcome.exit_code == 0, outcome.output
+    warning = "warning: 1 node(s) of the snapshot carry the not-ready or unreachable taint (caught)"
+    assert warning in outcome.stderr
