@@ -159,9 +159,8 @@ class InFlightPods:
         self._used = 0
         self.estimate_millis: FloatArray = np.zeros(size)
         self.unseen: FloatArray = np.zeros(size)
-        """Per row, the pod's estimate and the share of its use the window lacks: they change only
-        with a lesson or a window, so a cycle computes them for the rows added since (``_settle_rows``)."""
-        self._settled_rows = 0
+        """Per row, the pod's estimate and the share of its use the window lacks: set when the pod is
+        placed, and for every row again only after a lesson or a new window (``_settle_rows``)."""
         self._settled_as_of: tuple[int, Window] | None = None
         self.window = window or Window(0.0, 0.0)
         self.groups: dict[int, Group] = {}
@@ -198,6 +197,8 @@ class InFlightPods:
         row = self._take_row()
         self.slot[row], self.bound_at[row], self.class_id[row] = slot, bound, shape.class_id
         self.request[row], self.limit[row], self.alive[row] = shape.request_millis, shape.limit_millis, True
+        self.estimate_millis[row] = self.estimator.estimate_one(shape)
+        self.unseen[row] = 1.0 - self._visible_share_of(bound)
         self._rows[pod.key] = row
         self._join_group(slot, pod.key, shape)
 
@@ -254,20 +255,23 @@ class InFlightPods:
         )
 
     def _settle_rows(self) -> int:
-        """Fill ``estimate_millis`` and ``unseen`` of the rows added since the last cycle (of every
-        row after a lesson or a new window); returns the rows in use."""
+        """Refill ``estimate_millis`` and ``unseen`` of every row after a lesson or a new window
+        (a row placed since has them from ``pod_placed``); returns the rows in use."""
         as_of = (self.estimator.observations, self.window)
-        if as_of != self._settled_as_of:
-            self._settled_as_of, self._settled_rows = as_of, 0
         used = self._used
-        new = slice(self._settled_rows, used)
-        if new.start < used:
-            self.estimate_millis[new] = self.estimator.estimate(
-                self.class_id[new], self.request[new], self.limit[new]
+        if as_of != self._settled_as_of:
+            self._settled_as_of = as_of
+            self.estimate_millis[:used] = self.estimator.estimate(
+                self.class_id[:used], self.request[:used], self.limit[:used]
             )
-            self.unseen[new] = 1.0 - self.visible_share(self.bound_at[new])
-            self._settled_rows = used
+            self.unseen[:used] = 1.0 - self.visible_share(self.bound_at[:used])
         return used
+
+    def _visible_share_of(self, bound_at: float) -> float:
+        """``visible_share`` of one pod, without arrays (the same operations, the same result)."""
+        lag = self.estimator.args.metrics_lag
+        span = max(self.window.end - self.window.start, 1e-9)
+        return min(max((self.window.end - (bound_at + lag)) / span, 0.0), 1.0)
 
     def visible_share(self, bound_at: FloatArray) -> FloatArray:
         """The share of each pod's use the current window's mean holds."""
@@ -462,7 +466,6 @@ class InFlightPods:
             return
         keep = np.flatnonzero(self.alive[:used])
         new_row = {int(old): new for new, old in enumerate(keep.tolist())}
-        self._settled_rows = int((keep < self._settled_rows).sum())  # the order is kept
         moved = (self.slot, self.bound_at, self.class_id, self.request, self.limit, self.alive)
         for array in (*moved, self.estimate_millis, self.unseen):
             array[: len(keep)] = array[keep]
