@@ -1,9 +1,10 @@
 """LoadAwarePacking as a framework Score and Filter plugin over the NodeTable.
 
-Per cycle it only gathers arrays: the window peaks and seasonal rises are recomputed once
-per snapshot (at the first cycle that sees it), the in-flight pods are a NodeTable index
-summed with one ``bincount``, and the pod's estimate is one lookup. See ``scoring`` for the
-shape of the score and docs/loadaware.md for why each part is there.
+Per cycle it only works on arrays: the window peaks and seasonal rises are recomputed once per
+snapshot (at the first cycle that sees it) and laid out per table slot (``slotloads``), the
+in-flight pods are a NodeTable index summed with ``bincount``, and the pod's estimate is one
+lookup; the scored nodes are gathered once (issue 38's cost target: docs/loadaware.md, "Cost").
+See ``scoring`` for the shape of the score and docs/loadaware.md for why each part is there.
 """
 
 from __future__ import annotations
