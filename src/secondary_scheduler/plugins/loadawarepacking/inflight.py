@@ -352,7 +352,9 @@ class InFlightPods:
                 continue
             if all(self.estimator.learned(shape) for shape in group.members):
                 continue
-            rows = [self._rows[key] for key in group.keys if key in self._rows]
+            # In key order: a set's order follows the process's string hashing, and the sums below
+            # would then differ in their last bits from one run to the next.
+            rows = [self._rows[key] for key in sorted(group.keys) if key in self._rows]
             if len(rows) != len(group.members):
                 continue  # a member already left the index: its share of the mean is unknown
             ages = end - (self.bound_at[rows] + lag)
