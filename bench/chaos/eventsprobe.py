@@ -15,7 +15,6 @@ ours' and upstream's alternating, each in a namespace of its own that is emptied
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime
 import statistics
 import time
@@ -27,10 +26,10 @@ from typing import Any
 import yaml
 
 from bench.chaos import invariants
-from bench.chaos.observe import BindingWatch, create_retrying, list_retrying
+from bench.chaos.observe import BindingWatch, FirstSeenWatch, create_retrying, list_retrying
 from bench.chaos.replicas import Election, chaos_config
 from bench.workload import pod_manifests, pods_path
-from secondary_scheduler.kube.client import JSON, ApiClient, ApiError, ApiUnavailable
+from secondary_scheduler.kube.client import JSON, ApiClient
 from secondary_scheduler.kube.namespaces import ensure_namespace
 from secondary_scheduler.kube.wait import wait_for
 from secsched_devtools.cluster.localcluster import LocalCluster
@@ -107,45 +106,18 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1000:.0f} ms"
 
 
-class ScheduledWatch:
+class ScheduledWatch(FirstSeenWatch):
     """Notes the monotonic time each pod's first Scheduled Event is seen in a namespace."""
 
     def __init__(self, api: ApiClient, namespace: str) -> None:
-        self.api = api
-        self.path = f"/apis/events.k8s.io/v1/namespaces/{namespace}/events"
+        path = f"/apis/events.k8s.io/v1/namespaces/{namespace}/events"
+        super().__init__(api, path, f"scheduled-{namespace}")
         self.seen: dict[str, float] = {}
-        self._task: asyncio.Task[None] | None = None
 
-    def start(self) -> None:
-        self._task = asyncio.create_task(self._run(), name=f"scheduled-{self.path}")
-
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-
-    def _saw(self, event: JSON, at: float) -> None:
-        regarding = event.get("regarding") or {}
-        if event.get("reason") == "Scheduled" and regarding.get("kind") == "Pod":
+    def _saw(self, obj: JSON, at: float) -> None:
+        regarding = obj.get("regarding") or {}
+        if obj.get("reason") == "Scheduled" and regarding.get("kind") == "Pod":
             self.seen.setdefault(str(regarding.get("name")), at)
-
-    async def _run(self) -> None:
-        while True:
-            try:
-                listing = await self.api.list_all(self.path)
-                now = time.monotonic()
-                for event in listing["items"]:
-                    self._saw(event, now)
-                version = str(listing["metadata"].get("resourceVersion", ""))
-                params = {"resourceVersion": version, "allowWatchBookmarks": "true", "timeoutSeconds": "600"}
-                async for change in self.api.watch(self.path, params):
-                    if change.get("type") == "ERROR":
-                        break
-                    if change.get("type") == "ADDED":
-                        self._saw(change["object"], time.monotonic())
-            except (ApiUnavailable, ApiError, OSError):
-                await asyncio.sleep(0.2)
 
 
 def probe_config(cluster: LocalCluster, namespace: str, scheduler_name: str) -> str:

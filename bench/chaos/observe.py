@@ -21,17 +21,18 @@ from secondary_scheduler.kube.client import JSON, ApiClient, ApiError, ApiUnavai
 from secsched_devtools.cluster import provisioner
 
 
-class BindingWatch:
-    """Notes the monotonic time each pod of a namespace is first seen with ``spec.nodeName``."""
+class FirstSeenWatch:
+    """Notes the monotonic time each object of a collection is first seen as ``_saw`` wants it,
+    through API server outages: it relists whenever its watch breaks."""
 
-    def __init__(self, api: ApiClient, namespace: str) -> None:
+    def __init__(self, api: ApiClient, path: str, task_name: str) -> None:
         self.api = api
-        self.path = pods_path(namespace)
-        self.bound: dict[str, float] = {}
+        self.path = path
+        self.task_name = task_name
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
-        self._task = asyncio.create_task(self._run(), name=f"bindings-{self.path}")
+        self._task = asyncio.create_task(self._run(), name=self.task_name)
 
     async def stop(self) -> None:
         if self._task is not None:
@@ -39,18 +40,16 @@ class BindingWatch:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
 
-    def _saw(self, pod: JSON, at: float) -> None:
-        name = str(pod["metadata"]["name"])
-        if (pod.get("spec") or {}).get("nodeName") and name not in self.bound:
-            self.bound[name] = at
+    def _saw(self, obj: JSON, at: float) -> None:
+        raise NotImplementedError
 
     async def _run(self) -> None:
         while True:
             try:
                 listing = await self.api.list_all(self.path)
                 now = time.monotonic()
-                for pod in listing["items"]:
-                    self._saw(pod, now)
+                for obj in listing["items"]:
+                    self._saw(obj, now)
                 version = str(listing["metadata"].get("resourceVersion", ""))
                 params = {"resourceVersion": version, "allowWatchBookmarks": "true", "timeoutSeconds": "600"}
                 async for event in self.api.watch(self.path, params):
@@ -60,6 +59,19 @@ class BindingWatch:
                         self._saw(event["object"], time.monotonic())
             except (ApiUnavailable, ApiError, OSError):
                 await asyncio.sleep(0.2)
+
+
+class BindingWatch(FirstSeenWatch):
+    """Notes the monotonic time each pod of a namespace is first seen with ``spec.nodeName``."""
+
+    def __init__(self, api: ApiClient, namespace: str) -> None:
+        super().__init__(api, pods_path(namespace), f"bindings-{namespace}")
+        self.bound: dict[str, float] = {}
+
+    def _saw(self, obj: JSON, at: float) -> None:
+        name = str(obj["metadata"]["name"])
+        if (obj.get("spec") or {}).get("nodeName") and name not in self.bound:
+            self.bound[name] = at
 
 
 async def list_retrying(api: ApiClient, path: str, timeout: float = 120.0) -> list[JSON]:
