@@ -14,10 +14,10 @@ later), which is the first to show the first wave's use. Prometheus scrapes ever
 The replay. The trace the cluster run followed (each VM's arrival time from the run, its usage from
 its start) is written as a secsched trace and replayed, per profile, from a starting cluster made as
 ``replay --snapshot`` makes it: the half's Node objects and existing pods from the API, each node's
-load as Prometheus measured it. The Node objects are read once every node is Ready and untainted, as
-the live scheduler sees them when the VMs arrive: admission gives a new node a not-ready taint that
-the node lifecycle controller lifts some time after the node is Ready (on a busy machine, after the
-cluster fixture is up), and a node read with it would stay unschedulable for the whole replay. Its
+load as Prometheus measured it. The Node objects are read as the live scheduler sees them when the
+VMs arrive: the local cluster is up only once every node is Ready and rid of the not-ready taint
+admission gives a new node (``nodes.is_settled``); a node read with that taint would stay
+unschedulable for the whole replay (issue 41: the replay piled 10 VMs onto the hot nodes). Its
 t=0 is Prometheus' first sample; its simulated Prometheus scrapes every 2 s like the real one.
 
 What is compared: the state once every VM runs, with the demo's placement-quality measures
@@ -77,7 +77,6 @@ from secondary_scheduler.replay.trace import (
 )
 from secsched_devtools.cluster.loadmodel import CPU_ANNOTATION, MEMORY_ANNOTATION, pod_usage
 from secsched_devtools.cluster.localcluster import ClusterOptions, LocalCluster
-from secsched_devtools.cluster.nodes import is_ready
 from secsched_devtools.cluster.schedulers import SchedulerRun
 from secsched_devtools.quality import Quality, measure
 from tests.cluster.schedulerproc import running_scheduler
@@ -323,22 +322,6 @@ class Halves:
         )
 
 
-async def untainted_nodes(api: ApiClient) -> list[dict[str, Any]]:
-    """The cluster's nodes once every one is Ready and carries no taint: the nodes the live scheduler
-    places the VMs on, as the replay must start from them. Issue 41: read while the node lifecycle
-    controller was still lifting the not-ready taints (three nodes of the TargetLoadPacking half and
-    one of the default half kept theirs), the replay could use only the hot nodes and piled 10 VMs
-    onto them."""
-
-    async def settled() -> list[dict[str, Any]] | None:
-        nodes: list[dict[str, Any]] = (await api.list_all("/api/v1/nodes"))["items"]
-        schedulable = [node for node in nodes if is_ready(node) and not node["spec"].get("taints")]
-        return nodes if len(schedulable) == 2 * HALF else None
-
-    what = f"all {2 * HALF} nodes to be Ready and untainted"
-    return await wait_for(settled, what, timeout=60, interval=0.2)
-
-
 async def start_existing_pods(api: ApiClient, namespace: str, halves: Halves) -> list[dict[str, Any]]:
     for half in halves.of.values():
         for index, node in enumerate(half):
@@ -408,7 +391,7 @@ async def measured(
 
 
 async def run_live(cluster: LocalCluster, api: ApiClient, directory: Path) -> LiveRun:
-    halves = Halves(await untainted_nodes(api), list(configs()))
+    halves = Halves((await api.list_all("/api/v1/nodes"))["items"], list(configs()))
     async with fresh_namespace(api, "existing") as existing_namespace:
         existing = await start_existing_pods(api, existing_namespace, halves)
         no_base_load = {"default": {"cpu": 0.0, "memory": 0.0, "noise": 0.0}, "podFactor": 1.0}
