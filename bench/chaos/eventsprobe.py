@@ -3,7 +3,12 @@ a Scheduled Event, and where those Events were when it died.
 
 One probe: a backlog of pods in a fresh namespace, one replica (no election) started on it and
 killed with SIGKILL once a share of them is bound; the bound pods with no Scheduled Event are
-what it lost. Two watches from this process (pods, Events) note when each pod was seen bound
+what it lost. Then the same scheduler is started again, as its Deployment's kubelet would, and
+finishes the backlog: the bound pods still without a Scheduled Event once it has are what an
+admin's ``kubectl describe`` shows nothing for after the crash (ours' next leader writes the
+Events its predecessor left unwritten: ``scheduler/eventrecovery.py``; kube-scheduler does not).
+
+Two watches from this process (pods, Events) note when each pod was seen bound
 and when its Scheduled Event was seen, so a probe also says how far the Events were behind the
 bindings (the lag a kill cuts off) and how long before the kill each lost pod had been bound.
 
@@ -61,6 +66,8 @@ class EventsProbe:
     """For each pod whose Event was seen: seconds from its binding seen to its Event seen."""
     binding_rate: float = 0.0
     """Bindings a second seen in the two seconds before the kill."""
+    lost_after_restart: int | None = None
+    """Bound pods without a Scheduled Event once the scheduler, started again, bound the rest."""
 
     @property
     def share(self) -> float:
@@ -95,6 +102,8 @@ class EventsProbe:
                 f"; lost pods bound {_ms(ages[-1])}-{_ms(ages[0])} before the kill "
                 f"(median {_ms(statistics.median(ages))})"
             )
+        if self.lost_after_restart is not None:
+            text += f"; started again: {self.lost_after_restart} without an Event"
         return text
 
     @classmethod
@@ -163,17 +172,40 @@ async def events_probe(
         run.process.wait()
     finally:
         run.stop()
+    events_path = f"/apis/events.k8s.io/v1/namespaces/{namespace}/events"
     pods = await list_retrying(api, path)
-    events = await list_retrying(api, f"/apis/events.k8s.io/v1/namespaces/{namespace}/events")
+    events = await list_retrying(api, events_path)
+    lost = invariants.events_lost(pods, events)
+    # Started again, as the kubelet restarts a killed scheduler's container: the rest of the
+    # backlog bound, each pod it bound with its Event seen, then a SIGTERM (which flushes Events).
+    restarted_at = time.monotonic()
+    again = await asyncio.to_thread(
+        start_scheduler, kind, config, cluster.kubeconfig, directory, f"{name}-again"
+    )
+    try:
+        everything = len(backlog)
+
+        async def finished() -> bool:
+            return len(bindings.bound) >= everything and len(scheduled.seen) >= everything - len(lost)
+
+        await wait_for(finished, "the backlog bound by the scheduler started again", 300, 0.05)
+    finally:
+        again.stop()
     await bindings.stop()
     await scheduled.stop()
-    lost = invariants.events_lost(pods, events)
+    lost_after_restart = invariants.events_lost(
+        await list_retrying(api, path), await list_retrying(api, events_path)
+    )
     bound = sum(1 for pod in pods if (pod.get("spec") or {}).get("nodeName"))
     ages = sorted(
         (killed_at - bindings.bound[pod] for pod in lost if bindings.bound.get(pod, killed_at) < killed_at),
         reverse=True,
     )
-    lags = [at - bindings.bound[pod] for pod, at in scheduled.seen.items() if pod in bindings.bound]
+    lags = [  # of the killed scheduler's Events only: those written again come a restart later
+        at - bindings.bound[pod]
+        for pod, at in scheduled.seen.items()
+        if pod in bindings.bound and at < restarted_at
+    ]
     recent = sum(1 for at in bindings.bound.values() if killed_at - RATE_WINDOW <= at < killed_at)
     return EventsProbe(
         backlog=len(backlog),
@@ -185,6 +217,7 @@ async def events_probe(
         lost_bound_before_kill=[round(age, 4) for age in ages],
         lag_seconds=[round(lag, 4) for lag in lags],
         binding_rate=recent / RATE_WINDOW,
+        lost_after_restart=len(lost_after_restart),
     )
 
 
@@ -250,6 +283,11 @@ async def repeated_probes(
     return results
 
 
+def _after_restart(probes: Sequence[EventsProbe]) -> str:
+    counts = [probe.lost_after_restart for probe in probes if probe.lost_after_restart is not None]
+    return ", ".join(str(count) for count in counts) if counts else "n/a"
+
+
 def median_share(probes: Sequence[EventsProbe]) -> float:
     return statistics.median(probe.share for probe in probes)
 
@@ -282,6 +320,8 @@ def table(results: Mapping[str, Sequence[EventsProbe]]) -> str:
         for name in names
     )
     lines.append(f"| bound after the kill / of them lost, median | {after} |")
+    restarted = " | ".join(_after_restart(results[name]) for name in names)
+    lines.append(f"| still without an Event once started again and done, by run | {restarted} |")
     lag_cells = []
     for name in names:
         lags = sorted(lag for probe in results[name] for lag in probe.lag_seconds)

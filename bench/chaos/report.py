@@ -86,7 +86,10 @@ def section(
             f"Events lost on kill -9 ({len(first.events)} probes each): a backlog of "
             f"{options.events_probe_pods} pods in a fresh namespace, one replica (no election) started "
             f"on it and killed with SIGKILL once {options.events_probe_share:.0%} of them were bound; "
-            "lost are the bound pods with no Scheduled Event. The lag is from a binding seen to its "
+            "lost are the bound pods with no Scheduled Event. Then the same scheduler is started "
+            "again (as a kubelet restarts a killed container) and binds the rest; the last row counts "
+            "the bound pods still without a Scheduled Event once it has (ours' next leader writes "
+            "those its predecessor left unwritten). The lag is from a binding seen to its "
             "Scheduled Event seen, by a watch of each from the run. `python -m bench.chaos "
             "--events-probe-only --events-probe-repeats 5` runs only this probe, on a cluster of "
             "its own, the two schedulers alternating.",

@@ -194,7 +194,9 @@ def test_default_values_render_the_scheduler_and_its_rbac_only(default: list[dic
     kinds = sorted(f"{obj['kind']}/{obj['metadata']['name']}" for obj in default)
     assert kinds == sorted(
         [
+            "ClusterRole/secondary-scheduler-plugins",  # our image's own: listing Events
             "ClusterRoleBinding/secondary-scheduler-kube-scheduler",
+            "ClusterRoleBinding/secondary-scheduler-plugins",
             "ClusterRoleBinding/secondary-scheduler-volume-scheduler",
             "ConfigMap/secondary-scheduler-config",
             "CustomResourceDefinition/secondaryschedulers.operator.openshift.io",
@@ -215,7 +217,10 @@ def test_default_values_render_the_scheduler_and_its_rbac_only(default: list[dic
     assert {b["roleRef"]["name"] for b in bindings.values()} == {
         "system:kube-scheduler",
         "system:volume-scheduler",
+        "secondary-scheduler-plugins",
     }
+    plugins = by_kind(default, "ClusterRole")["secondary-scheduler-plugins"]
+    assert plugins["rules"] == [{"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["list"]}]
     for binding in bindings.values():
         assert binding["subjects"] == [
             {"kind": "ServiceAccount", "name": "secondary-scheduler", "namespace": "scheduling"}
@@ -368,6 +373,7 @@ def test_the_values_rule_table_is_the_operators() -> None:
         name: rule_set(list(need.rules)) for name, need in rbac.PLUGIN_NEEDS.items()
     }
     assert rule_set(values["metricsServerRules"]) == rule_set(list(rbac.METRICS_SERVER.rules))
+    assert rule_set(values["schedulerRules"]) == rule_set(list(rbac.SCHEDULED_EVENTS.rules))
 
 
 # -- the operator ---------------------------------------------------------------------------------

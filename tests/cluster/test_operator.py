@@ -403,11 +403,10 @@ async def test_seed_config_deploys_the_scheduler_as_upstream_does(
     secret = await admin.get(f"/api/v1/namespaces/{NS}/secrets/{names.SERVING_CERT_SECRET}")
     assert secret["type"] == "kubernetes.io/tls"
     assert secret["metadata"]["annotations"][names.SELF_SIGNED_ANNOTATION] == "true"
-    # No ServiceMonitor CRD here, so no ServiceMonitor; and the seed's config needs no extra RBAC.
-    assert (
-        await get(admin, f"/apis/rbac.authorization.k8s.io/v1/clusterroles/{names.PLUGINS_CLUSTER_ROLE}")
-        is None
-    )
+    # No ServiceMonitor CRD here, so no ServiceMonitor; and the seed's config needs no extra RBAC
+    # but what our image always needs: listing Scheduled Events when it starts to lead.
+    role = await admin.get(f"/apis/rbac.authorization.k8s.io/v1/clusterroles/{names.PLUGINS_CLUSTER_ROLE}")
+    assert role["rules"] == [{"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["list"]}]
     status = cr["status"]
     assert status["observedGeneration"] == cr["metadata"]["generation"]
     assert (await admin.get(CR_PATH))["status"]["readyReplicas"] == 1
@@ -528,7 +527,8 @@ async def test_config_change_rolls_the_pods_and_its_rbac_follows(
     assert before["metadata"]["generation"] < (await admin.get(DEPLOYMENT_PATH))["metadata"]["generation"]
     role = await admin.get(f"/apis/rbac.authorization.k8s.io/v1/clusterroles/{names.PLUGINS_CLUSTER_ROLE}")
     assert role["rules"] == [
-        {"apiGroups": ["metrics.k8s.io"], "resources": ["nodes", "pods"], "verbs": ["get", "list"]}
+        {"apiGroups": ["metrics.k8s.io"], "resources": ["nodes", "pods"], "verbs": ["get", "list"]},
+        {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["list"]},
     ]
     binding = await admin.get(
         f"/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{names.PLUGINS_CLUSTER_ROLE}"

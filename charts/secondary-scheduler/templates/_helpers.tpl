@@ -50,10 +50,11 @@ app.kubernetes.io/component: scheduler
 The rules the profiles need beyond system:kube-scheduler and system:volume-scheduler, as a
 YAML list: operator/rbac.py's derivation over values, not over the config text. Every plugin
 named as enabled at any extension point brings rbac.pluginRules[plugin]; a Trimaran plugin on
-metrics-server brings rbac.metricsServerRules; rbac.extraRules are added as they are.
+metrics-server brings rbac.metricsServerRules; rbac.schedulerRules (our image's own needs) and
+rbac.extraRules are added as they are.
 */}}
 {{- define "secondary-scheduler.pluginRules" -}}
-{{- $rules := list -}}
+{{- $rules := .Values.rbac.schedulerRules | default list -}}
 {{- $trimaran := list "TargetLoadPacking" "LoadVariationRiskBalancing" "LowRiskOverCommitment" -}}
 {{- range $profile := .Values.scheduler.profiles -}}
 {{- range $plugin := include "secondary-scheduler.enabledPlugins" $profile | fromYamlArray -}}

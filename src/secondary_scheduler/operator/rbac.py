@@ -78,6 +78,11 @@ METRICS_SERVER = Need(
     "the KubernetesMetricsServer metric provider reads node metrics from metrics.k8s.io",
     (_rule("metrics.k8s.io", ("nodes", "pods"), ("get", "list")),),
 )
+SCHEDULED_EVENTS = Need(
+    "our scheduler lists Scheduled Events when it starts to lead, to write those a killed "
+    "predecessor left unwritten (scheduler/eventrecovery.py)",
+    (_rule("events.k8s.io", ("events",), ("list",)),),
+)
 
 
 @dataclass(frozen=True)
@@ -113,6 +118,8 @@ def derive(document: dict[str, Any] | None, image: str) -> DerivedRbac:
             ref = provider.get("tokenSecretRef")
             if isinstance(ref, dict) and ref.get("namespace") and ref.get("name"):
                 secrets[(str(ref["namespace"]), str(ref["name"]))] = None
+    if is_our_image(image):
+        needs.setdefault(SCHEDULED_EVENTS.why, SCHEDULED_EVENTS)
     rules: dict[str, dict[str, Any]] = {}
     for need in needs.values():
         for rule in need.rules:

@@ -30,6 +30,7 @@ from secondary_scheduler.kube.reflector import Reflector
 from secondary_scheduler.kube.store import Fanout
 from secondary_scheduler.scheduler.assumed import AssumedPods
 from secondary_scheduler.scheduler.eventhandlers import EventHandlers
+from secondary_scheduler.scheduler.eventrecovery import RecentlyBound, write_missing_events
 from secondary_scheduler.scheduler.events import SchedulerEvents
 from secondary_scheduler.scheduler.extenders import build_extenders
 from secondary_scheduler.scheduler.garbage import FullPasses
@@ -59,6 +60,7 @@ class Scheduler:
         self.config = config
         self.api = api
         self.metrics = metrics or SchedulerMetrics()
+        self.events_api = events_api
         self.events = EventRecorder(events_api, on_dropped=self.metrics.count_dropped_events)
         self.pod_status = PodStatusWriter(api)
         # One handle for every profile: what plugins ask of it (informers, services, pod
@@ -98,12 +100,13 @@ class Scheduler:
             on_event=self._cluster_event,
             on_deleted=self._reject_if_waiting,
         )
+        self.recently_bound = RecentlyBound(self.frameworks)
         self.reflectors = [
             Reflector(api, "/api/v1/nodes", self.handlers.nodes, name="nodes"),
             Reflector(
                 api,
                 "/api/v1/pods",
-                Fanout(self.handlers.pods, *self.handle.shared.pod_handlers),
+                Fanout(self.handlers.pods, self.recently_bound, *self.handle.shared.pod_handlers),
                 params={"fieldSelector": ACTIVE_PODS_SELECTOR},
                 name="pods",
             ),
@@ -151,6 +154,9 @@ class Scheduler:
 
     async def run(self) -> None:
         """Schedule until cancelled (the caller cancels when leadership ends or on shutdown)."""
+        self._background.append(
+            asyncio.create_task(self._write_missing_scheduled_events(), name="missing-scheduled-events")
+        )
         while True:
             item = await self.queue.pop()
             if self.extenders:
@@ -234,6 +240,16 @@ class Scheduler:
             self._cluster_event(ClusterEvent(kind, _ACTIONS[action]), old, new)
 
         return requeue
+
+    async def _write_missing_scheduled_events(self) -> None:
+        """Now leading: the Scheduled Events a killed predecessor did not write (``eventrecovery``)."""
+        pods = self.recently_bound.take()
+        try:
+            await write_missing_events(
+                self.events_api, pods, SchedulerEvents(self.events), self.recently_bound.window
+            )
+        except Exception as error:  # a background task: say why, never die silently
+            log.warning("not writing the Scheduled Events a previous leader left unwritten: %s", error)
 
     async def _report_pending(self) -> None:
         while True:

@@ -34,6 +34,8 @@ def test_objects_are_upstreams_in_dependency_order() -> None:
         ("RoleBinding", "prometheus-k8s"),
         ("Role", "secondary-scheduler-operand"),
         ("RoleBinding", "secondary-scheduler-operand"),
+        ("ClusterRole", "secondary-scheduler-plugins"),  # ours: listing Scheduled Events
+        ("ClusterRoleBinding", "secondary-scheduler-plugins"),
         ("Deployment", "secondary-scheduler"),
     ]
 
@@ -319,9 +321,16 @@ def test_self_signed_serving_cert_only_without_service_ca() -> None:
 
 
 def test_derived_rbac_objects_appear_and_disappear() -> None:
-    plain = render()
+    events = {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["list"]}
+    assert of_kind(render(), "ClusterRole", names.PLUGINS_CLUSTER_ROLE)["rules"] == [events]
+    nothing_enabled = configmap(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n"
+        "- schedulerName: secondary-scheduler\n  plugins:\n    multiPoint:\n      disabled:\n"
+        "      - name: '*'\n"
+    )
+    foreign = render({"schedulerImage": "registry.k8s.io/kube-scheduler:v1.34.1"}, configmap=nothing_enabled)
     assert (
-        ObjectRef("rbac.authorization.k8s.io/v1", "ClusterRole", names.PLUGINS_CLUSTER_ROLE) in plain.absent
+        ObjectRef("rbac.authorization.k8s.io/v1", "ClusterRole", names.PLUGINS_CLUSTER_ROLE) in foreign.absent
     )
     metrics_server = configmap(
         "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n"
@@ -331,7 +340,8 @@ def test_derived_rbac_objects_appear_and_disappear() -> None:
     result = render(configmap=metrics_server)
     role = of_kind(result, "ClusterRole", names.PLUGINS_CLUSTER_ROLE)
     assert role["rules"] == [
-        {"apiGroups": ["metrics.k8s.io"], "resources": ["nodes", "pods"], "verbs": ["get", "list"]}
+        {"apiGroups": ["metrics.k8s.io"], "resources": ["nodes", "pods"], "verbs": ["get", "list"]},
+        events,
     ]
     binding = of_kind(result, "ClusterRoleBinding", names.PLUGINS_CLUSTER_ROLE)
     assert binding["roleRef"]["name"] == names.PLUGINS_CLUSTER_ROLE
