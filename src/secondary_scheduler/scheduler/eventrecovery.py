@@ -11,7 +11,9 @@ of their namespaces once and writes the missing ones, in the words the binding c
 Which pods: a pod of one of our profiles, bound by a Binding (the PodScheduled condition turned
 True within ``RECOVERY_WINDOW`` seconds before leading), whose ``spec.nodeName`` no client wrote
 itself (a pod created on a node names ``nodeName`` in its managedFields; a Binding writes past the
-field manager, so a bound pod does not). Pods bound after leading are this process's own.
+field manager, so a bound pod does not). Pods bound after leading are this process's own. The
+Events are listed ``PREDECESSOR_WRITES_SECONDS`` after leading, so that a predecessor's last
+writes have landed.
 """
 
 from __future__ import annotations
@@ -33,6 +35,12 @@ RECOVERY_WINDOW = 300.0
 a lease expires (15 s by default) or a restart by the kubelet (10 s, up to 5 minutes in a crash
 loop's backoff), and far inside the API server's Event TTL (1 hour by default), so that an Event
 already expired is never written again."""
+
+PREDECESSOR_WRITES_SECONDS = 5.0
+"""How long after leading the Events are listed. A predecessor that lost its lease drops what it
+has queued (``Scheduler.abandon_in_flight``), but writes it had sent may still land: within
+milliseconds, or as soon as a stopped API server resumes (and a stopped server is what often
+costs a lease). Listing earlier could miss such an Event and write a second one."""
 
 
 @dataclass(frozen=True)

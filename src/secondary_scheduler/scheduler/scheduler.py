@@ -26,11 +26,16 @@ from secondary_scheduler.framework.podinfo import PodInfo
 from secondary_scheduler.framework.runtime import Framework
 from secondary_scheduler.kube.client import ApiClient
 from secondary_scheduler.kube.events.recorder import EventRecorder
+from secondary_scheduler.kube.events.sender import DRAIN_SECONDS
 from secondary_scheduler.kube.reflector import Reflector
 from secondary_scheduler.kube.store import Fanout
 from secondary_scheduler.scheduler.assumed import AssumedPods
 from secondary_scheduler.scheduler.eventhandlers import EventHandlers
-from secondary_scheduler.scheduler.eventrecovery import RecentlyBound, write_missing_events
+from secondary_scheduler.scheduler.eventrecovery import (
+    PREDECESSOR_WRITES_SECONDS,
+    RecentlyBound,
+    write_missing_events,
+)
 from secondary_scheduler.scheduler.events import SchedulerEvents
 from secondary_scheduler.scheduler.extenders import build_extenders
 from secondary_scheduler.scheduler.garbage import FullPasses
@@ -130,6 +135,8 @@ class Scheduler:
         )
         self._tasks: set[asyncio.Task[None]] = set()
         self._background: list[asyncio.Task[None]] = []
+        self._events_drain_seconds = DRAIN_SECONDS
+        """How long ``stop`` goes on writing queued Events (none once leadership is lost)."""
         self.full_passes = FullPasses(self.queue.call_when_idle)
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -172,10 +179,13 @@ class Scheduler:
 
     def abandon_in_flight(self) -> None:
         """Leadership is lost: stop the bindings and status writes in flight at once, without
-        the grace ``stop`` gives them (another replica may lead already; kube-scheduler exits)."""
+        the grace ``stop`` gives them (another replica may lead already; kube-scheduler exits).
+        Queued Events are dropped too: the next leader writes the Scheduled ones it finds
+        missing (``eventrecovery``), and a late write of ours would make a second."""
         for task in self._tasks:
             task.cancel()
         self.pod_status.abandon()
+        self._events_drain_seconds = 0.0
 
     async def stop(self, grace: float = 5.0) -> None:
         """Wait a little for bindings in flight, then stop everything we started."""
@@ -188,7 +198,7 @@ class Scheduler:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self.full_passes.restore()
-        await self.events.stop()
+        await self.events.stop(self._events_drain_seconds)
         await self.handle.stop_services()
         for extender in self.extenders:
             await extender.close()
@@ -244,6 +254,9 @@ class Scheduler:
     async def _write_missing_scheduled_events(self) -> None:
         """Now leading: the Scheduled Events a killed predecessor did not write (``eventrecovery``)."""
         pods = self.recently_bound.take()
+        # A predecessor that lost its lease, or whose writes an API server held while stopped,
+        # may have Events landing still: list them once those have.
+        await asyncio.sleep(PREDECESSOR_WRITES_SECONDS)
         try:
             await write_missing_events(
                 self.events_api, pods, SchedulerEvents(self.events), self.recently_bound.window
