@@ -89,9 +89,10 @@ class RecentlyBound:
         if bound is None:
             self.pods.pop(uid, None)
             return
-        if uid not in self.pods:
+        since = self.clock() - self.window
+        if uid not in self.pods and bound.bound_at >= since:  # a list brings every bound pod
             self.pods[uid] = bound
-            self._forget_older_than(self.clock() - self.window)
+            self._forget_older_than(since)
 
     def take(self) -> list[BoundPod]:
         """The pods bound within the window before now; observing stops here."""

@@ -67,6 +67,7 @@ def test_take_keeps_the_window_before_leading_and_then_stops_observing() -> None
     )
     recent.event("MODIFIED", pod("later", bound_at=NOW - 5))
     recent.event("DELETED", pod("recent", bound_at=NOW - 100))
+    assert list(recent.pods) == ["uid-later"]  # the list's old pod never kept, the deleted one gone
     assert [bound.name for bound in recent.take()] == ["later"]
     recent.event("MODIFIED", pod("mine", bound_at=NOW))
     assert recent.take() == []
