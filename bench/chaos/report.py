@@ -56,6 +56,7 @@ def section(
         + f"| faults injected | {' | '.join(str(len(r.faults)) for r in results)} |\n"
         + f"| pods bound / burst | {' | '.join(f'{r.bound:,} / {r.pods:,}' for r in results)} |\n"
         + f"| invariant violations | {' | '.join(str(len(r.violations)) for r in results)} |\n"
+        + f"| bound pods with no Scheduled Event | {' | '.join(_count(r.without_event) for r in results)} |\n"
         + f"| replica restarts | {' | '.join(str(r.restarts) for r in results)} |\n"
         + f"| run time (s) | {' | '.join(f'{r.seconds:.0f}' for r in results)} |",
         "",
@@ -110,3 +111,7 @@ def write_section(document: Path, text: str) -> None:
     """Replace the Chaos section of ``document`` (up to the next ``## `` heading) with ``text``,
     which starts with the heading."""
     pagesection.write_section(document, HEADING, text.removeprefix(HEADING))
+
+
+def _count(value: int | None) -> str:
+    return "n/a" if value is None else f"{value:,}"

@@ -94,6 +94,9 @@ class RunResult:
     restarts: int
     seconds: float
     events: list[EventsProbe] = field(default_factory=list)
+    without_event: int | None = None
+    """Burst pods bound with no Scheduled Event in the final state (a leader killed with Events
+    unwritten leaves them so, unless the next leader writes them)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -108,6 +111,7 @@ class RunResult:
             "restarts": self.restarts,
             "seconds": self.seconds,
             "events": [vars(probe) for probe in self.events],
+            "without_event": self.without_event,
         }
 
     @classmethod
@@ -128,6 +132,7 @@ class RunResult:
             restarts=data["restarts"],
             seconds=data["seconds"],
             events=[EventsProbe.from_json(probe) for probe in events],
+            without_event=data.get("without_event"),
         )
 
 
@@ -209,6 +214,7 @@ async def _run(kind: str, options: ChaosOptions, cluster: LocalCluster, director
             [(r.kind, r.ended, r.in_flight) for r in records], watch.bound.values()
         )
         bound = sum(1 for pod in invariants.run_pods(state) if (pod.get("spec") or {}).get("nodeName"))
+        without_event = len(invariants.events_lost(invariants.run_pods(state), state.events))
         seconds = time.monotonic() - started
         events = []
         probes = options.events_probe_repeats if options.events_probe_pods else 0
@@ -242,6 +248,7 @@ async def _run(kind: str, options: ChaosOptions, cluster: LocalCluster, director
             restarts=replicas.restarts(),
             seconds=seconds,
             events=events,
+            without_event=without_event,
         )
 
 
