@@ -29,11 +29,19 @@ class LoadAwarePackingArgs(TrimaranArgs):
     target_utilization: int = Field(70, gt=0, le=100)
     """Percent of a node's CPU, counting its predicted peak, that no node should cross: nodes that
     would cross it come after every node that would not."""
-    scoring_strategy: Literal["Balance", "PackToTarget"] = "Balance"
+    scoring_strategy: Literal["Adaptive", "Balance", "PackToTarget"] = "Adaptive"
     """Balance: among the nodes that stay under the target, the lowest predicted peak wins (VMs
     with daily waves and unknown levels: packing to the target at placement time left nodes over it
     at every daily peak in replay, docs/loadaware.md). PackToTarget: the highest predicted peak that
-    stays under the target wins (fewer nodes in use; for steady loads)."""
+    stays under the target wins (fewer nodes in use; for steady loads). Adaptive (the default): a
+    pod of a steady class (``steadySpread``) is packed, every other pod balanced: packing is safe
+    only where the estimate is known to hold (live bench: balancing steady VMs left the last room
+    in holes too small for the largest, and nodes crossed the target)."""
+    steady_spread: float = Field(0.1, gt=0, lt=1)
+    """A class is steady when its readings (per-group use per request, weighted by requests) have a
+    standard deviation of at most this share of their mean, over at least 20 readings: its pods get
+    no burst margin and Adaptive packs them. Live bench (identical VMs per flavour): 2-7 %;
+    the generated weeks of docs/benchmarks.md (each VM's level its own): never steady."""
     opening_cost: float = Field(10.0, ge=0, lt=100)
     """Balance: a node without workload pods (DaemonSet and static pods aside) is scored as if this
     many percent points busier, so nodes in use take pods until they are that much busier than an

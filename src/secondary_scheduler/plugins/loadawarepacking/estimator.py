@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from secondary_scheduler.framework.aliases import FloatArray, IntArray
+from secondary_scheduler.framework.aliases import BoolArray, FloatArray, IntArray
 from secondary_scheduler.framework.podinfo import PodInfo
 from secondary_scheduler.plugins.loadawarepacking.args import LoadAwarePackingArgs
 from secondary_scheduler.plugins.trimaran.resourcestats import pod_limits
@@ -33,6 +33,12 @@ NO_CLASS = 0
 _SINGLE_POD_OWNERS = frozenset({"VirtualMachineInstance"})
 _MIN_RATIO, _MAX_RATIO = 0.01, 100.0
 """Bounds of a learned use per request: a noisy step must not teach an absurd factor."""
+MIN_STEADY_READINGS = 20
+"""Readings (settled lessons, or open groups' latest readings) a class needs before its spread
+means anything. With 3, a generated week's classes (each VM's level its own) read as steady by
+chance in their first lessons (spread 7-9 %) and were packed: seed 1's node-minutes over target
+went from 20,531 to 36,046. With 20 none is steady there; the live bench's classes are read by
+~50 open groups at the first snapshot after a burst."""
 
 
 @dataclass(frozen=True)
@@ -79,6 +85,16 @@ class UsageEstimator:
         self._seen_millis: FloatArray = np.zeros(8)
         self._seen_requests: FloatArray = np.zeros(8)
         """Class id -> decayed sums of the use seen and of the requests it was seen for."""
+        self._seen_squares: FloatArray = np.zeros(8)
+        self._lessons: FloatArray = np.zeros(8)
+        """Class id -> decayed sum of each lesson's requests x its use per request squared (the
+        second moment, for the spread), and how many settled lessons it had."""
+        self._steady: BoolArray = np.zeros(8, dtype=np.bool_)
+        self._spread: FloatArray = np.full(8, np.nan)
+        """Class id -> whether its readings agree within ``steadySpread`` (and their spread)."""
+        self._drafts: dict[int, tuple[FloatArray, FloatArray]] = {}
+        """Open group (by node slot) -> its latest reading, as per-class use seen and requests seen
+        for (``draft``): a class without a settled lesson is predicted from these."""
         self._shapes: dict[str, tuple[PodInfo, PodShape]] = {}
         self.observations = 0
         """Lessons learned so far (also the version of the lookups below)."""
@@ -118,6 +134,9 @@ class UsageEstimator:
         """Recompute the lookups after a lesson (once, not per cycle)."""
         if self._effective_version == self.observations and len(self._effective) == len(self._ratio):
             return
+        self._ratio, self._spread = self._settled_or_drafted()
+        self._steady = self._spread <= self.args.steady_spread
+        self._steady[NO_CLASS] = False  # pods without peers are no class: nothing to agree on
         learned = self._ratio[~np.isnan(self._ratio)]
         self._global = float(learned.mean()) if learned.size else None
         fallback = np.nan if self._global is None else self._global
@@ -141,7 +160,89 @@ class UsageEstimator:
 
     def learned(self, shape: PodShape) -> bool:
         """Whether the pod's own class was learned (the mean of the others does not count)."""
+        self._refresh()
         return not math.isnan(self._ratio[shape.class_id])
+
+    def steady(self, shape: PodShape) -> bool:
+        """Whether the pod's class uses alike group after group (``steady_classes``)."""
+        self._refresh()
+        return bool(self._steady[shape.class_id])
+
+    def steady_classes(self) -> BoolArray:
+        """Class id -> its readings' spread (standard deviation over mean of the use per request,
+        weighted by requests) is at most ``steadySpread`` over at least ``MIN_STEADY_READINGS``.
+
+        Such a class's next pod will use what the estimate says: it can be packed to the target
+        and needs no burst margin. A class whose pods use anything from idle to flat out (a VM's
+        level is its own) spreads its readings, and only headroom on every node absorbs that.
+        """
+        self._refresh()
+        return self._steady
+
+    def settled(self, shape: PodShape) -> bool:
+        """Whether the pod's class has a settled lesson (a group wholly inside the window)."""
+        return bool(self._seen_requests[shape.class_id] > 0)
+
+    def draft(self, group: int, members: Sequence[PodShape], observed_millis: float) -> None:
+        """An open group's latest reading of what ``members`` use, replacing its previous one.
+
+        A first reading comes while the group's pods have shown for seconds: a noisy share of a
+        short window (live bench: the first snapshot's readings were ~10 % high at the median,
+        later ones 1-2 %). So no single reading is kept: each group's newest one replaces its
+        last, and a class with no settled lesson is predicted from every open group's latest
+        reading of it (pooled by requests). A settled lesson (``learn``) supersedes them.
+        """
+        seen, asked = self._split(members, observed_millis)
+        self._drafts[group] = (seen, asked)
+        self.observations += 1
+
+    def drop_draft(self, group: int) -> None:
+        """The group closed or can no longer be read (a pod left its node): forget its reading."""
+        if self._drafts.pop(group, None) is not None:
+            self.observations += 1
+
+    def _settled_or_drafted(self) -> tuple[FloatArray, FloatArray]:
+        """Per class: the settled pooled ratio, else the open groups' latest readings pooled, else
+        NaN; and the spread of those readings (NaN with fewer than ``MIN_STEADY_READINGS``)."""
+        size = len(self._seen_requests)
+        seen, asked, squares, count = np.zeros(size), np.zeros(size), np.zeros(size), np.zeros(size)
+        for drafted_seen, drafted_asked in self._drafts.values():  # insertion order: deterministic sums
+            end = len(drafted_asked)
+            read = drafted_asked > 0
+            seen[:end] += drafted_seen
+            asked[:end] += drafted_asked
+            squares[:end] += np.where(read, drafted_seen**2 / np.where(read, drafted_asked, 1.0), 0.0)
+            count[:end] += read
+        settled = self._seen_requests > 0
+        seen[settled], asked[settled] = self._seen_millis[settled], self._seen_requests[settled]
+        squares[settled], count[settled] = self._seen_squares[settled], self._lessons[settled]
+        ratio, spread = np.full(size, np.nan), np.full(size, np.nan)
+        known = asked > 0
+        ratio[known] = seen[known] / asked[known]
+        enough = known & (count >= MIN_STEADY_READINGS) & (ratio > 0)
+        variance = squares[enough] / asked[enough] - ratio[enough] ** 2
+        spread[enough] = np.sqrt(np.maximum(variance, 0.0)) / ratio[enough]
+        return np.clip(ratio, _MIN_RATIO, _MAX_RATIO), spread
+
+    def _split(self, members: Sequence[PodShape], observed_millis: float) -> tuple[FloatArray, FloatArray]:
+        """Per class id, the share of ``observed_millis`` each class gets (in proportion to the
+        current estimates) and the requests it was seen for."""
+        size = len(self._seen_requests)
+        seen, asked = np.zeros(size), np.zeros(size)
+        shapes = list(members)
+        if not shapes:
+            return seen, asked
+        ids = np.array([s.class_id for s in shapes], dtype=np.int64)
+        requests = np.array([s.request_millis for s in shapes], dtype=np.float64)
+        limits = np.array([s.limit_millis for s in shapes], dtype=np.float64)
+        predicted = self.estimate(ids, requests, limits)
+        total = float(predicted.sum())
+        if total <= 0:
+            return seen, asked
+        scale = max(observed_millis, 0.0) / total
+        np.add.at(seen, ids, scale * predicted)
+        np.add.at(asked, ids, requests)
+        return seen, asked
 
     def learn(self, members: Sequence[PodShape], observed_millis: float) -> None:
         """A node rose by ``observed_millis`` once ``members`` were fully measured: share it out.
@@ -153,34 +254,32 @@ class UsageEstimator:
         node too); pooling weighs a lesson by the CPU it is about, so a big group teaches more
         than a small one, where an average of per-lesson ratios swung with every small VM.
         """
-        shapes = list(members)
-        if not shapes:
+        seen, asked = self._split(members, observed_millis)
+        if not asked.any():
             return
-        ids = np.array([s.class_id for s in shapes], dtype=np.int64)
-        requests = np.array([s.request_millis for s in shapes], dtype=np.float64)
-        limits = np.array([s.limit_millis for s in shapes], dtype=np.float64)
-        predicted = self.estimate(ids, requests, limits)
-        total = float(predicted.sum())
-        if total <= 0:
-            return
-        scale = max(observed_millis, 0.0) / total
         rate = self.args.learning_rate
-        for class_id in set(ids.tolist()):
-            mine = ids == class_id
-            keep = 0.0 if math.isnan(self._ratio[class_id]) else 1.0 - rate
-            seen, asked = scale * float(predicted[mine].sum()), float(requests[mine].sum())
-            self._seen_millis[class_id] = keep * self._seen_millis[class_id] + seen
-            self._seen_requests[class_id] = keep * self._seen_requests[class_id] + asked
-            pooled = self._seen_millis[class_id] / self._seen_requests[class_id]
-            self._ratio[class_id] = min(max(pooled, _MIN_RATIO), _MAX_RATIO)
+        for class_id in np.flatnonzero(asked).tolist():
+            keep = 1.0 - rate if self._seen_requests[class_id] > 0 else 0.0
+            self._seen_millis[class_id] = keep * self._seen_millis[class_id] + seen[class_id]
+            self._seen_requests[class_id] = keep * self._seen_requests[class_id] + asked[class_id]
+            square = seen[class_id] ** 2 / asked[class_id]
+            self._seen_squares[class_id] = keep * self._seen_squares[class_id] + square
+            self._lessons[class_id] = self._lessons[class_id] + 1 if keep else 1
         self.observations += 1
 
     def describe(self, shape: PodShape) -> str:
         """How the pod's estimate was made, for the score note."""
         name = self._names[shape.class_id]
+        self._refresh()
         own = self._ratio[shape.class_id]
         if not math.isnan(own):
-            return f"class {name}: {own:.2f} x request (learned)"
+            how = "learned" if self.settled(shape) else "read from its open groups"
+            spread = self._spread[shape.class_id]
+            if self._steady[shape.class_id]:
+                how += f"; steady, spread {spread:.0%}"
+            elif not math.isnan(spread):
+                how += f"; spread {spread:.0%}"
+            return f"class {name}: {own:.2f} x request ({how})"
         fallback = self.global_ratio
         if fallback is not None:
             return f"class {name} unseen: {fallback:.2f} x request (mean of learned classes)"
@@ -198,4 +297,6 @@ class UsageEstimator:
                 self._ratio = np.concatenate([self._ratio, np.full(extra, np.nan)])
                 self._seen_millis = np.concatenate([self._seen_millis, np.zeros(extra)])
                 self._seen_requests = np.concatenate([self._seen_requests, np.zeros(extra)])
+                self._seen_squares = np.concatenate([self._seen_squares, np.zeros(extra)])
+                self._lessons = np.concatenate([self._lessons, np.zeros(extra)])
         return class_id

@@ -27,9 +27,9 @@ node's other pods made meanwhile. That drift is read from the nodes that took no
 load moved by a factor (the daily wave, a quiet weekend), and so did the baseline's pods.
 Without that correction, a small VM placed as the morning rises was seen to use several
 cores, and one placed in the evening nothing (learned ratios swung from 0.9 to 8.7 on a
-generated week, where the truth was ~5). A class not learned yet does not wait for a whole
-window: the first snapshot that shows its group teaches it through the mean and variance rise
-(``step``; ``_first_lessons``).
+generated week, where the truth was ~5). A class without a settled lesson does not wait for a
+whole window: every snapshot that shows an open group's pods reads their use through the mean
+and variance rise (``step``; ``_readings``), each reading replacing the group's last.
 """
 
 from __future__ import annotations
@@ -89,8 +89,6 @@ class Group:
     level_at_baseline: float
     """The quiet nodes' level index (``InFlightPods.level``) when the group began."""
     started_at: float
-    taught: bool = False
-    """A lesson was taken from the group's first snapshot (its classes were unlearned)."""
     members: list[PodShape] = field(default_factory=list)
     keys: set[str] = field(default_factory=set)
     disturbed: bool = False
@@ -238,7 +236,7 @@ class InFlightPods:
     ) -> tuple[FloatArray, FloatArray]:
         """Per table slot below ``size``: millicores of in-flight pods not yet in the window (all of
         them on ``anchored`` slots), and the burst margin of those placed in the last
-        ``burst_window`` seconds."""
+        ``burst_window`` seconds whose class is not steady."""
         used = self._settle_rows()
         alive = self.alive[:used]
         slots = self.slot[:used]
@@ -248,7 +246,8 @@ class InFlightPods:
         bound_at = self.bound_at[:used]
         share = np.where(in_full[slots], 1.0, self.unseen[:used])
         weights = np.where(alive, estimate * share, 0.0)
-        margin = np.where(alive & (now - bound_at < burst_window), estimate * burst_margin, 0.0)
+        unsteady = ~self.estimator.steady_classes()[self.class_id[:used]]  # steady: the estimate holds
+        margin = np.where(alive & unsteady & (now - bound_at < burst_window), estimate * burst_margin, 0.0)
         return (  # (without rows, bincount's zeros are integers)
             np.bincount(slots, weights=weights, minlength=size)[:size].astype(np.float64, copy=False),
             np.bincount(slots, weights=margin, minlength=size)[:size].astype(np.float64, copy=False),
@@ -297,7 +296,7 @@ class InFlightPods:
         done = self.alive[:used] & (visible >= 1.0)
         pending_slots = set(self.slot[:used][self.alive[:used] & ~done].tolist())
         level = self._level(means, measured, capacity, pending_slots)
-        lessons = self._first_lessons(pending_slots, level, means, stdevs, measured, capacity)
+        lessons = self._readings(pending_slots, level, means, stdevs, measured, capacity)
         for key, row in [(key, row) for key, row in self._rows.items() if done[row]]:
             del self._rows[key]
             self._stamps.pop(key, None)
@@ -305,6 +304,7 @@ class InFlightPods:
         for slot in [slot for slot in self.groups if slot not in pending_slots]:
             group = self.groups.pop(slot)
             self._unanchor(slot)
+            self.estimator.drop_draft(slot)
             if not group.measurable or slot >= len(measured) or not measured[slot]:
                 continue
             predicted = sum(self.estimator.estimate_one(shape) for shape in group.members)
@@ -319,7 +319,7 @@ class InFlightPods:
         self._forget_old_stamps()
         return lessons
 
-    def _first_lessons(
+    def _readings(
         self,
         pending: set[int],
         level: float,
@@ -328,29 +328,27 @@ class InFlightPods:
         measured: BoolArray,
         capacity: FloatArray,
     ) -> int:
-        """Teach classes nothing was learned of yet from the first snapshot holding a group's pods.
+        """Read what each open group's pods use from this snapshot, while a class of theirs has no
+        settled lesson (``UsageEstimator.draft``: each reading replaces the group's last one).
 
         A whole window's wait (15 minutes and the lag) left a burst's later pods predicted at
         their limits; the mean and variance rise (``step``) tell the group's use as soon as its
-        first pods show in the window. Each group teaches this way once; it teaches again when done
-        (a group done at this snapshot, ``pending`` lacking its node, only teaches then).
+        first pods show in the window. The first such reading is the noisiest (the pods have shown
+        for seconds), so every later snapshot reads the group again until it is done.
         """
         if not self.groups:
             return 0
         end, lag = self.window.end, self.estimator.args.metrics_lag
         span = self.window.end - self.window.start
-        lessons = 0
+        readings = 0
         eligible = []
         for slot, group in self.groups.items():
-            if (
-                slot not in pending
-                or group.taught
-                or not group.measurable
-                or slot >= len(measured)
-                or not measured[slot]
-            ):
+            if slot not in pending:
+                continue  # done at this snapshot: it teaches a settled lesson instead
+            if not group.measurable or slot >= len(measured) or not measured[slot]:
+                self.estimator.drop_draft(slot)
                 continue
-            if all(self.estimator.learned(shape) for shape in group.members):
+            if all(self.estimator.settled(shape) for shape in group.members):
                 continue
             # In key order: a set's order follows the process's string hashing, and the sums below
             # would then differ in their last bits from one run to the next.
@@ -370,10 +368,9 @@ class InFlightPods:
             use = observed_use(estimates, ages, mean_rise, variance_rise, span)
             if use is None or mean_rise < MIN_SHOWN_SHARE * use:
                 continue  # too little shows yet to tell the pods from the node's noise: next snapshot
-            group.taught = True
-            self.estimator.learn(group.members, use)
-            lessons += 1
-        return lessons
+            self.estimator.draft(slot, group.members, use)
+            readings += 1
+        return readings
 
     # -- internals ---------------------------------------------------------------------------
 

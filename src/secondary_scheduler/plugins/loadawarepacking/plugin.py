@@ -116,7 +116,7 @@ class LoadAwarePacking(TrimaranPlugin, ScorePlugin, FilterPlugin):
     def score(self, state: CycleState, pod: PodInfo, table: NodeTable, nodes: Slots) -> IntArray:
         prediction = self.predict(pod, table, nodes)
         target = float(self.args.target_utilization)
-        if self.args.scoring_strategy == "PackToTarget" and self.estimator.global_ratio is not None:
+        if self._packs(pod):
             scores = score_packed(prediction.percent, target)
         else:  # packing on a guess of the pods' scale packs to an unknown: balance until a lesson
             empty = workload_pods(table).empty(nodes)
@@ -124,6 +124,13 @@ class LoadAwarePacking(TrimaranPlugin, ScorePlugin, FilterPlugin):
             scores = score_balanced(percent, target)
         state.add_note(prediction.note)
         return np.where(prediction.unscored, 0, scores) if prediction.unscored.any() else scores
+
+    def _packs(self, pod: PodInfo) -> bool:
+        """PackToTarget once anything is learned; Adaptive for a pod of a steady class only."""
+        strategy = self.args.scoring_strategy
+        if strategy == "PackToTarget":
+            return self.estimator.global_ratio is not None
+        return strategy == "Adaptive" and self.estimator.steady(self.estimator.shape(pod))
 
     # -- the prediction -----------------------------------------------------------------------
 

@@ -12,6 +12,7 @@ from tests.unit.plugins.loadawarepacking.world import CORES, PROMETHEUS, START, 
 
 from secondary_scheduler.framework import PodInfo
 from secondary_scheduler.framework.args import validated_args
+from secondary_scheduler.plugins.loadawarepacking.estimator import MIN_STEADY_READINGS
 from secondary_scheduler.plugins.loadawarepacking.plugin import LoadAwarePacking
 from secondary_scheduler.plugins.loadawarepacking.scoring import score_balanced, score_packed
 from secondary_scheduler.plugins.registry import in_tree_registry
@@ -373,3 +374,91 @@ async def test_a_node_is_predicted_alike_whichever_nodes_are_scored_with_it() ->
         assert set(part.note.estimated) == set(whole.note.estimated) & set(subset)
     assert whole.note.anchored == ("a",) and whole.note.estimated == ("silent",)
     assert whole.note.missing_millis[[0, 4]].min() > 0
+
+
+async def test_open_groups_are_read_again_at_every_snapshot_until_a_lesson_settles() -> None:
+    """A group's first reading comes when its pods have shown for seconds: on the live bench the
+    first snapshot read the VMs ~10 % high at the median, later ones 1-2 %. So each snapshot's
+    reading of an open group replaces its last, a class is predicted from every open group's
+    latest reading pooled, and a lesson from a group wholly in the window supersedes them."""
+    world = World({"a": CORES, "b": CORES, "quiet": CORES})
+    world.cpu = {"a": (10.0, 0.0), "b": (10.0, 0.0), "quiet": (10.0, 0.0)}
+    await world.refresh()
+    world.score(vm("first"))  # the first snapshot taken in: the groups' baselines
+    lag = world.plugin.args.metrics_lag
+    world.now += 1
+    for node_name in ("a", "b"):
+        for index in range(4):  # small VMs of 100m requests
+            name = f"{node_name}{index}"
+            world.place(vm(name, limit="1", node_name=node_name, bound_at=world.now), node_name)
+
+    def step(use_each: float, share: float) -> tuple[float, float]:
+        """A node's (mean, deviation) in percent, four VMs using ``use_each`` having shown for
+        ``share`` of the data the source holds (a one-step series)."""
+        height = 100 * 4 * use_each / CAPACITY
+        return 10.0 + height * share, height * (share * (1 - share)) ** 0.5
+
+    world.now += lag + 60
+    world.cpu["a"] = step(900, 0.5)  # the first reading of a, high; b shows nothing yet
+    await world.refresh()
+    _, note = world.score(vm("probe1", limit="1"))
+    assert note.pod_millis == pytest.approx(900, rel=0.01)
+    assert "read from its open groups" in note.how_estimated
+    world.now += 30
+    world.cpu["a"], world.cpu["b"] = step(800, 0.6), step(600, 0.6)
+    await world.refresh()
+    _, note = world.score(vm("probe2", limit="1"))
+    assert note.pod_millis == pytest.approx(700, rel=0.01)  # a's 800 replaced its 900; pooled with b's 600
+    world.now += 900 + 60
+    world.cpu["a"], world.cpu["b"] = step(750, 1.0), step(750, 1.0)
+    await world.refresh()
+    _, note = world.score(vm("probe3", limit="1"))
+    assert note.pod_millis == pytest.approx(750, rel=0.01)
+    assert "(learned)" in note.how_estimated
+
+
+async def test_adaptive_packs_a_steady_class_and_balances_one_whose_pods_use_alike_nowhere() -> None:
+    """Balance keeps headroom on every node for what a VM's unknown level may be; where a class's
+    readings agree (identical VMs), that headroom is only holes too small for the largest VMs
+    (live bench: the last large VMs crossed the target), so its pods are packed, without margin."""
+    world = World({"cold": CORES, "warm": CORES, "near": CORES})
+    world.cpu = {"cold": (20.0, 0.0), "warm": (55.0, 0.0), "near": (68.0, 0.0)}
+    await world.refresh()
+    estimator = world.plugin.estimator
+    steady = estimator.shape(PodInfo.from_pod(vm("s", flavor="small")))
+    spread = estimator.shape(PodInfo.from_pod(vm("w", flavor="wavy")))
+    for index in range(MIN_STEADY_READINGS - 1):
+        estimator.learn([steady], 700.0 * (1.02 if index % 2 else 0.98))
+        estimator.learn([spread], 300.0 if index % 2 else 1100.0)
+    # One reading short of enough: a few agreeing readings are chance, so it still balances.
+    scores, note = world.score(vm("p1", flavor="small"))
+    assert max(scores, key=scores.__getitem__) == "cold" and "steady" not in note.how_estimated
+    estimator.learn([steady], 700.0)
+    estimator.learn([spread], 700.0)
+    scores, note = world.score(vm("p2", flavor="small"))
+    assert max(scores, key=scores.__getitem__) == "warm"  # packed: the fullest node that stays under
+    assert "steady, spread 2%" in note.how_estimated
+    scores, note = world.score(vm("p3", flavor="wavy"))
+    assert max(scores, key=scores.__getitem__) == "cold" and "spread 5" in note.how_estimated
+    # A steady pod just placed counts its estimate alone; one of the spread class its burst margin too.
+    probe = vm("probe", request="0", limit="0")
+    world.place(vm("p2", flavor="small"), "warm")
+    world.place(vm("p3", flavor="wavy"), "cold")
+    predicted = world.predicted(probe)
+    assert predicted["warm"] == pytest.approx(55 + 100 * estimator.estimate_one(steady) / CAPACITY)
+    assert predicted["cold"] == pytest.approx(20 + 100 * 1.2 * estimator.estimate_one(spread) / CAPACITY)
+    with pytest.raises(ValidationError, match="steadySpread"):
+        validated_args(LoadAwarePacking, {**PROMETHEUS, "steadySpread": 0})
+
+
+async def test_balance_and_pack_to_target_are_kept_whatever_the_spread() -> None:
+    for strategy, expected in (("Balance", "cold"), ("PackToTarget", "warm")):
+        world = World({"cold": CORES, "warm": CORES}, {"scoringStrategy": strategy})
+        world.cpu = {"cold": (20.0, 0.0), "warm": (55.0, 0.0)}
+        await world.refresh()
+        estimator = world.plugin.estimator
+        shape = estimator.shape(PodInfo.from_pod(vm("s")))
+        for _ in range(MIN_STEADY_READINGS):
+            estimator.learn([shape], 700.0)
+        scores, _ = world.score(vm("p"))
+        assert max(scores, key=scores.__getitem__) == expected
