@@ -190,9 +190,14 @@ async def events_probe(
     )
     try:
         everything = len(backlog)
+        # Bound by then: by the killed scheduler (its last Bindings land within a second or two;
+        # the restart takes longer). Every pod bound later is the restarted one's, with its Event.
+        bound_before = set(bindings.bound)
 
         async def finished() -> bool:
-            return len(bindings.bound) >= everything and len(scheduled.seen) >= everything - len(lost)
+            if len(bindings.bound) < everything:
+                return False
+            return all(pod in scheduled.seen for pod in bindings.bound if pod not in bound_before)
 
         async def every_event() -> bool:
             return len(scheduled.seen) >= everything
