@@ -39,7 +39,7 @@ class LoadAwarePackingArgs(TrimaranArgs):
     in holes too small for the largest, and nodes crossed the target)."""
     steady_spread: float = Field(0.1, gt=0, lt=1)
     """A class is steady when its readings (per-group use per request, weighted by requests) have a
-    standard deviation of at most this share of their mean, over at least 20 readings: its pods get
+    standard deviation of at most this share of their mean, over at least 10 readings: its pods get
     no burst margin and Adaptive packs them. Live bench (identical VMs per flavour): 2-7 %;
     the generated weeks of docs/benchmarks.md (each VM's level its own): never steady."""
     opening_cost: float = Field(10.0, ge=0, lt=100)
