@@ -62,7 +62,8 @@ chaos: binaries
 	$(BIN)/python -m bench.chaos $(CHAOS_ARGS)
 
 # An hour of churn against ours, sampled for growth: docs/reliability.md's Soak section.
-# `make soak SOAK_ARGS="--duration 5m"` for a shorter run (it writes the section too).
+# `make soak SOAK_ARGS="--duration 5m"` for a shorter run (it writes the section too; under 48
+# minutes the caches' 12-minute warm-up is in the RSS fit, so only the hour judges RSS).
 soak: binaries
 	$(BIN)/python -m bench.soak --docs $(SOAK_ARGS)
 

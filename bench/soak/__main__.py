@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bench.soak.options import Bounds, SoakOptions
-from bench.soak.report import RunContext, render, write_samples, write_section
+from bench.soak.report import WARM_UP_SECONDS, RunContext, render, write_samples, write_section
 from bench.soak.run import soak
 from secondary_scheduler.config.base import parse_go_duration
 from secsched_devtools.cluster.progress import console
@@ -106,6 +106,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         options = options_from(args, command)
     except ValueError as error:
         p.error(str(error))
+    if options.duration < 4 * WARM_UP_SECONDS:
+        console.print(
+            f"[yellow]warning[/yellow]: --duration {options.duration / 60:g}m: the RSS slope is fitted "
+            f"after the first quarter, and ours' caches fill for about {WARM_UP_SECONDS // 60} minutes "
+            "(docs/reliability.md, Soak), so under "
+            f"{4 * WARM_UP_SECONDS // 60} minutes that fill is in the fit and the RSS check will likely "
+            "fail; only a run of 60m (the default) gives a verdict on RSS",
+            soft_wrap=True,
+        )
     context = RunContext.now(command)
     result = soak(options, lambda line: console.print(f"  … {line}", soft_wrap=True))
     write_samples(options.work_dir / "samples.csv", result.samples)

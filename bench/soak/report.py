@@ -30,6 +30,8 @@ WARM_UP = (
     "may wait that long. At 5 pods a second all three are full within about 12 minutes."
 )
 """Why the slope skips the warm-up: what fills in the first minutes, each with its bound."""
+WARM_UP_SECONDS = 12 * 60
+"""How long those caches take to fill at the default churn (the last sentence above)."""
 TIMELINE_ROWS = 12
 """Rows of the timeline table: one per twelfth of the run (5 minutes in an hour)."""
 
