@@ -10,12 +10,10 @@ it was all taken. `secsched score --snapshot` then runs the scheduler's own cycl
 from __future__ import annotations
 
 import asyncio
-import calendar
 import json
 import random
 import time
 from pathlib import Path
-from typing import Any
 
 import click
 import yaml
@@ -29,6 +27,7 @@ from secondary_scheduler.framework.handle import Snapshot
 from secondary_scheduler.framework.informers import Resource
 from secondary_scheduler.kube import kubeconfig as kubeconfig_loader
 from secondary_scheduler.kube.client import JSON, ApiClient, ApiError, ApiUnavailable
+from secondary_scheduler.kube.podphase import scheduled_at
 from secondary_scheduler.kube.reflector import failure_hint
 from secondary_scheduler.plugins.registry import Registry, catalog_of
 from secondary_scheduler.plugins.trimaran.args import TrimaranArgs
@@ -270,25 +269,13 @@ def _recently_scheduled(pods: list[JSON], now: float) -> list[JSON]:
     of metrics that do not show them yet)."""
     recent = []
     for pod in pods:
-        for condition in (pod.get("status") or {}).get("conditions") or ():
-            if condition.get("type") != "PodScheduled" or condition.get("status") != "True":
-                continue
-            stamp = _parse_time(condition.get("lastTransitionTime"))
-            if stamp is not None and now - stamp <= RECENT_SECONDS:
-                metadata = pod["metadata"]
-                recent.append(
-                    {"pod": f"{metadata.get('namespace', 'default')}/{metadata['name']}", "timestamp": stamp}
-                )
+        stamp = scheduled_at(pod)
+        if stamp is not None and now - stamp <= RECENT_SECONDS:
+            metadata = pod["metadata"]
+            recent.append(
+                {"pod": f"{metadata.get('namespace', 'default')}/{metadata['name']}", "timestamp": stamp}
+            )
     return recent
-
-
-def _parse_time(text: Any) -> float | None:
-    if not isinstance(text, str):
-        return None
-    try:
-        return float(calendar.timegm(time.strptime(text, "%Y-%m-%dT%H:%M:%SZ")))
-    except ValueError:
-        return None
 
 
 async def _metrics(api: ApiClient, config: SchedulerConfiguration) -> JSON | None:

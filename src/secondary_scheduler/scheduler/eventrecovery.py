@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from secondary_scheduler.kube.client import JSON, ApiClient, ApiError
-from secondary_scheduler.kube.events.objects import parse_stamp
+from secondary_scheduler.kube.podphase import scheduled_at
 from secondary_scheduler.scheduler.events import SCHEDULED, SchedulerEvents
 
 log = logging.getLogger(__name__)
@@ -119,20 +119,17 @@ def bound_by_binding(pod: JSON, scheduler_names: frozenset[str]) -> BoundPod | N
     meta = pod.get("metadata") or {}
     if meta.get("deletionTimestamp") or _node_name_written_by_a_client(meta):
         return None
-    for condition in (pod.get("status") or {}).get("conditions") or ():
-        if condition.get("type") == "PodScheduled" and condition.get("status") == "True":
-            stamp = condition.get("lastTransitionTime")
-            if not stamp:
-                return None
-            return BoundPod(
-                namespace=str(meta.get("namespace", "")),
-                name=str(meta.get("name", "")),
-                uid=str(meta.get("uid", "")),
-                node=str(node),
-                scheduler_name=str(spec.get("schedulerName") or "default-scheduler"),
-                bound_at=parse_stamp(str(stamp)),
-            )
-    return None
+    bound_at = scheduled_at(pod)
+    if bound_at is None:
+        return None
+    return BoundPod(
+        namespace=str(meta.get("namespace", "")),
+        name=str(meta.get("name", "")),
+        uid=str(meta.get("uid", "")),
+        node=str(node),
+        scheduler_name=str(spec.get("schedulerName") or "default-scheduler"),
+        bound_at=bound_at,
+    )
 
 
 def _node_name_written_by_a_client(meta: dict[str, Any]) -> bool:

@@ -44,9 +44,9 @@ import numpy as np
 from secondary_scheduler.framework.aliases import BoolArray, FloatArray, IntArray, Slots
 from secondary_scheduler.framework.nodetable import NodeTable
 from secondary_scheduler.framework.podinfo import PodInfo
+from secondary_scheduler.kube.podphase import scheduled_at
 from secondary_scheduler.plugins.loadawarepacking.estimator import PodShape, UsageEstimator
 from secondary_scheduler.plugins.loadawarepacking.step import observed_use
-from secondary_scheduler.plugins.trimaran.recentlyscheduled import scheduled_at
 
 log = logging.getLogger(__name__)
 

@@ -16,17 +16,14 @@ runtime can feed it straight from its pod informer.
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from secondary_scheduler.framework.podinfo import PodInfo
+from secondary_scheduler.kube.podphase import scheduled_at
 from secondary_scheduler.plugins.trimaran.telemetry import TrimaranMetrics
-
-log = logging.getLogger(__name__)
 
 KEEP_SECONDS = 60.0
 """Entries older than this (both stamps) are dropped: upstream's metrics reporting interval."""
@@ -61,19 +58,6 @@ def pod_key(pod: Pod) -> str:
     if uid:
         return str(uid)
     return f"{metadata.get('namespace') or 'default'}/{metadata.get('name', '')}"
-
-
-def scheduled_at(pod: Pod) -> float | None:
-    """The lastTransitionTime of the pod's PodScheduled=True condition, in Unix seconds, if any."""
-    for condition in (pod.get("status") or {}).get("conditions") or ():
-        if condition.get("type") == "PodScheduled" and condition.get("status") == "True":
-            stamp = condition.get("lastTransitionTime")
-            if isinstance(stamp, str) and stamp:
-                try:
-                    return datetime.fromisoformat(stamp).timestamp()
-                except ValueError:
-                    log.debug("pod %s: unreadable PodScheduled time %r", pod_key(pod), stamp)
-    return None
 
 
 class RecentlyScheduled:
