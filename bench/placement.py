@@ -13,10 +13,11 @@ cluster size of the run; its size is ``--placement-nodes``, ``--placement-vms`` 
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import copy
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -64,7 +65,7 @@ class Run:
     extra_args: tuple[str, ...] = ()
 
 
-def example_config(name: str, **set_args: str) -> Callable[[str], str]:
+def example_config(name: str, **set_args: Any) -> Callable[[str], str]:
     """An example profile of examples/replay/ with its metricProvider pointed at ``prometheus``
     (and ``set_args`` set in the args of every plugin that reads metrics)."""
 
@@ -137,7 +138,7 @@ class PlacementSection:
         for run in RUNS:
             context.log(f"placement: {run.profile}, {run.scheduler}")
             directory = self.options.workdir / "placement" / f"{run.profile}-{run.scheduler}"
-            self.results.append(await self._one(run, scenario, waves, directory, context))
+            self.results.append(await self._one(run, scenario, waves, directory, context.log))
             raw = [asdict(outcome) for outcome in self.results]
             (self.options.workdir / "placement.json").write_text(json.dumps(raw, indent=1))
 
@@ -147,7 +148,7 @@ class PlacementSection:
         scenario: Scenario,
         waves: list[list[dict[str, Any]]],
         directory: Path,
-        context: BenchContext,
+        log: Callable[[str], None],
     ) -> Outcome:
         cluster = LocalCluster(scenario.cluster_options(f"bench-placement-{run.scheduler}"))
         await asyncio.to_thread(cluster.up)
@@ -167,7 +168,7 @@ class PlacementSection:
             else:
                 waves = [[_to_default_scheduler(vm) for vm in wave] for wave in waves]
             try:
-                results = await self._waves(cluster, run, scenario, waves, context)
+                results = await self._waves(cluster, run, scenario, waves, log)
             finally:
                 if scheduler is not None:
                     await asyncio.to_thread(scheduler.stop)
@@ -189,7 +190,7 @@ class PlacementSection:
         run: Run,
         scenario: Scenario,
         waves: list[list[dict[str, Any]]],
-        context: BenchContext,
+        log: Callable[[str], None],
     ) -> list[RunResult]:
         """Each burst over ``arrival_seconds``, bound, then the pause before the next one."""
         results = []
@@ -202,7 +203,7 @@ class PlacementSection:
                     cluster, label, wave, [], scenario.arrival_seconds, scenario.target, lambda _: None
                 )
             )
-            context.log(f"  {label}: burst {index + 1}/{len(waves)} bound")
+            log(f"  {label}: burst {index + 1}/{len(waves)} bound")
         return results
 
     def render(self, run: RunInfo) -> str:
@@ -277,3 +278,61 @@ def _to_default_scheduler(pod: dict[str, Any]) -> dict[str, Any]:
     copied = copy.deepcopy(pod)
     copied["spec"]["schedulerName"] = "default-scheduler"
     return copied
+
+
+def ours_overrides(items: Sequence[str]) -> dict[str, Any]:
+    """LoadAwarePacking's args over the example's for one run: this section's ``metricsLag``, then
+    each ``KEY=VALUE`` (the value read as YAML: ``spillCeiling=88`` is a number)."""
+    overrides: dict[str, Any] = {"metricsLag": METRICS_LAG}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--set {item!r}: expected KEY=VALUE, e.g. --set spillCeiling=88")
+        overrides[key.strip()] = yaml.safe_load(value)
+    return overrides
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """LoadAwarePacking alone on this section's workload, its measures printed: the loop for tuning
+    it (the section runs every profile, 10+ minutes; this one a few). Runs vary a lot with timing
+    (docs/loadaware.md): compare settings over several runs each.
+
+        python -m bench.placement --workdir DIR [--set spillCeiling=88 ...]
+    """
+    parser = argparse.ArgumentParser(prog="python -m bench.placement", description=main.__doc__)
+    parser.add_argument("--workdir", type=Path, required=True, help="for the run's files and placement.json")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an arg of LoadAwarePacking (camelCase, a YAML value), over examples/replay/ours.yaml's",
+    )
+    args = parser.parse_args(argv)
+    try:
+        overrides = ours_overrides(args.set)
+    except ValueError as error:
+        parser.error(str(error))
+    options = BenchOptions(
+        sizes=(1,),
+        pods=(1,),
+        qps=50,
+        burst=100,
+        repeats=1,
+        concurrency=1,
+        kube_default=False,
+        kube_default_pods=0,
+        workdir=args.workdir,
+    )
+    section = PlacementSection(options)
+    scenario = section.scenario
+    waves = bursts(vm_fleet(scenario.vms, scenario.seed), options.placement_bursts)
+    run = Run(LOAD_AWARE_PACKING, OURS, example_config("ours.yaml", **overrides))
+    directory = args.workdir / "placement" / f"{run.profile}-{run.scheduler}"
+    outcome = asyncio.run(section._one(run, scenario, waves, directory, print))
+    (args.workdir / "placement.json").write_text(json.dumps([asdict(outcome)], indent=1))
+    print(json.dumps(outcome.measures(TARGET)))
+
+
+if __name__ == "__main__":
+    main()

@@ -4,7 +4,7 @@ targets against the anchors, and how alike two schedulers' runs of one profile a
 from __future__ import annotations
 
 import pytest
-from bench.placement import bursts
+from bench.placement import METRICS_LAG, bursts, ours_overrides
 from bench.placement_report import HEADER, Outcome, agreement, busy_share, table, targets
 
 BEFORE = {"a": 0.20, "b": 0.50, "c": 0.80}
@@ -61,3 +61,10 @@ def test_agreement_counts_vms_on_the_same_node() -> None:
 
 def test_busy_share_weighs_nodes_by_their_cores() -> None:
     assert busy_share({"a": 0.5, "b": 0.8}, {"a": 8, "b": 32}) == pytest.approx((4 + 25.6) / 40)
+
+
+def test_ours_overrides_read_yaml_values_over_the_section_metrics_lag() -> None:
+    assert ours_overrides([]) == {"metricsLag": METRICS_LAG}
+    assert ours_overrides(["spillCeiling=88", "metricsLag=4s"]) == {"spillCeiling": 88, "metricsLag": "4s"}
+    with pytest.raises(ValueError, match="KEY=VALUE"):
+        ours_overrides(["spillCeiling"])
