@@ -42,6 +42,14 @@ class LoadAwarePackingArgs(TrimaranArgs):
     standard deviation of at most this share of their mean, over at least 10 readings: its pods get
     no burst margin and Adaptive packs them. Live bench (identical VMs per flavour): 2-7 %;
     the generated weeks of docs/benchmarks.md (each VM's level its own): never steady."""
+    spill_ceiling: float = Field(88.0, gt=0, le=100)
+    """Packed pods (PackToTarget, Adaptive's steady classes) that fit under the target on no node:
+    a node already over the target takes the pod (the least loaded of them) while its predicted
+    peak with it stays at or under this percent, rather than a node the pod would push over; past
+    it, the node it crosses least, as before. 88: under the 90 % the live bench counts as
+    saturated, with the peak's margin over the load (~1.6 points there), and room for a large VM
+    on the nodes that start at 80 %. Set it to the target to never load a node already over it
+    (docs/loadaware.md, "Third round")."""
     opening_cost: float = Field(10.0, ge=0, lt=100)
     """Balance: a node without workload pods (DaemonSet and static pods aside) is scored as if this
     many percent points busier, so nodes in use take pods until they are that much busier than an
@@ -114,6 +122,15 @@ class LoadAwarePackingArgs(TrimaranArgs):
             raise ValueError(
                 f"hardThreshold {self.hard_threshold} is below targetUtilization {self.target_utilization}: "
                 "the Filter would reject nodes the score packs towards; set it at or above the target"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _ceiling_above_target(self) -> LoadAwarePackingArgs:
+        if self.spill_ceiling < self.target_utilization:
+            raise ValueError(
+                f"spillCeiling {self.spill_ceiling} is below targetUtilization {self.target_utilization}: "
+                "it bounds nodes already over the target; set it at or above the target"
             )
         return self
 

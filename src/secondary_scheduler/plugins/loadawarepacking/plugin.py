@@ -31,6 +31,7 @@ from secondary_scheduler.plugins.loadawarepacking.inflight import Baseline, InFl
 from secondary_scheduler.plugins.loadawarepacking.notes import LoadAwareNote
 from secondary_scheduler.plugins.loadawarepacking.occupancy import workload_pods
 from secondary_scheduler.plugins.loadawarepacking.scoring import (
+    Spill,
     over_threshold,
     score_balanced,
     score_packed,
@@ -64,6 +65,16 @@ class Prediction:
     unscored: BoolArray
     """Nodes without a reading and no fallback: scored 0, never filtered."""
     note: LoadAwareNote
+    pod_millis: float
+    divisor_by_slot: FloatArray
+    """Each slot's capacity in millicores (infinity where unknown): the pod's own share of a node
+    is ``100 * pod_millis / divisor``, read only for the few nodes a packed pod would push over."""
+    nodes: Slots
+
+    def over_without_pod(self, at: IntArray, target: float) -> BoolArray:
+        """Of the nodes ``at`` (indices into ``nodes``), those over ``target`` before this pod."""
+        share = 100.0 * self.pod_millis / self.divisor_by_slot[self.nodes[at]]
+        return np.asarray(self.percent[at] - share > target)
 
 
 class LoadAwarePacking(TrimaranPlugin, ScorePlugin, FilterPlugin):
@@ -117,7 +128,11 @@ class LoadAwarePacking(TrimaranPlugin, ScorePlugin, FilterPlugin):
         prediction = self.predict(pod, table, nodes)
         target = float(self.args.target_utilization)
         if self._packs(pod):
-            scores = score_packed(prediction.percent, target)
+            args = self.args
+            crossing = np.flatnonzero(prediction.percent > target)  # few: only they are looked at
+            hot = prediction.over_without_pod(crossing, target)
+            spill = Spill(crossing[hot], float(args.spill_ceiling))
+            scores = score_packed(prediction.percent, target, spill)
         else:  # packing on a guess of the pods' scale packs to an unknown: balance until a lesson
             empty = workload_pods(table).empty(nodes)
             percent = with_opening_cost(prediction.percent, empty, self.args.opening_cost, target)
@@ -185,7 +200,7 @@ class LoadAwarePacking(TrimaranPlugin, ScorePlugin, FilterPlugin):
         )
         self._count(usage, len(nodes), without, unscored_count, len(inflight))
         self._tell(pod, usage, table, nodes, unmeasured, without, unscored_count)
-        return Prediction(percent, unscored, note)
+        return Prediction(percent, unscored, note, pod_millis, loads.divisor, nodes)
 
     def _tell(
         self,

@@ -16,23 +16,66 @@ loaded node wins) and ``score_packed`` rises with the load (the fullest node tha
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from secondary_scheduler.framework.aliases import BoolArray, FloatArray, IntArray
 
 FITS_FLOOR = 50.0
 """The lowest score of a node that stays under the target; crossing nodes score below it."""
+SPILL_FLOOR = 25.0
+"""A packed pod that fits nowhere: nodes already over the target before it (and under the spill
+ceiling with it) score 49-25, every other crossing node below 25."""
 FULL_SCORE = 2.0
 """A crossing node's score at 100 %; beyond, it falls towards 0 (halved 30 points past 100 % with
 target 70)."""
 
 
-def score_packed(predicted: FloatArray, target: float) -> IntArray:
-    """50-100 rising to the target for nodes that stay under it, 49 towards 0 beyond it."""
+@dataclass(frozen=True)
+class Spill:
+    """Where a packed pod that fits under the target nowhere goes first: ``hot`` (indices of the
+    scored nodes) are already over the target without it; of them, those that stay at or under
+    ``ceiling`` percent with it, the least loaded first."""
+
+    hot: IntArray
+    ceiling: float
+
+
+def score_packed(predicted: FloatArray, target: float, spill: Spill | None = None) -> IntArray:
+    """50-100 rising to the target for nodes that stay under it, 49 towards 0 beyond it; with
+    ``spill``, a pod that fits nowhere goes to a node already over the target rather than push
+    another one over (``_with_spill``)."""
     under = np.clip(predicted, 0.0, 100.0)
     under *= (100.0 - FITS_FLOOR) / target
     under += FITS_FLOOR
-    return _with_crossing(predicted, under, target)
+    if spill is None or not len(spill.hot):
+        return _with_crossing(predicted, under, target)
+    return _with_spill(predicted, under, target, spill)
+
+
+def _with_spill(predicted: FloatArray, under: FloatArray, target: float, spill: Spill) -> IntArray:
+    """The crossing order of packed pods: a node already over the target and staying at or under
+    the ceiling with the pod (49-25, the least loaded first) before any node the pod would push over
+    the target, or past the ceiling (the usual crossing curve, 49-2 scaled into 24-2).
+
+    Without it, each pod that fits nowhere goes to the node it crosses least, which then crosses
+    more than the next one: the last pods of a burst that fills the room under the target push one
+    new node over each (live bench: the last burst's VMs, each node ending 0.1-1 core over). A node
+    already over the target is over whatever comes; pushing another one over makes all of its
+    pods share a node over the target too.
+    """
+    raw = _crossing_filled(predicted, under, target)
+    crossing = np.flatnonzero(predicted > target)
+    before = raw[crossing]  # 49 down to 2 at 100 %, then towards 0: 49-2 into 24-2
+    shrink = (SPILL_FLOOR - 1.0 - FULL_SCORE) / (FITS_FLOOR - 1.0 - FULL_SCORE)
+    raw[crossing] = np.where(before > FULL_SCORE, FULL_SCORE + (before - FULL_SCORE) * shrink, before)
+    load = predicted[spill.hot]
+    room = load <= spill.ceiling
+    span = max(spill.ceiling - target, 1.0)
+    into = (load[room] - target) / span  # 0 at the target, 1 at the ceiling
+    raw[spill.hot[room]] = (FITS_FLOOR - 1.0) - (FITS_FLOOR - 1.0 - SPILL_FLOOR) * into
+    return _rounded(raw)
 
 
 def score_balanced(predicted: FloatArray, target: float) -> IntArray:
@@ -48,7 +91,12 @@ def _with_crossing(predicted: FloatArray, under: FloatArray, target: float) -> I
     ``FULL_SCORE`` at 100 % (which node crosses least matters most there), then on towards 0
     without reaching it: when a burst leaves every node over 100 %, a node predicted at 105 % must
     still beat one at 250 % (a floor of 0 at 100 % made them tie, and the tie was broken at random)."""
-    raw = under  # a fresh array of the caller's: filled in place
+    return _rounded(_crossing_filled(predicted, under, target))
+
+
+def _crossing_filled(predicted: FloatArray, under: FloatArray, target: float) -> FloatArray:
+    """``under`` (a fresh array of the caller's, filled in place) with the crossing nodes' raw scores."""
+    raw = under
     crossing = np.flatnonzero(predicted > target)  # usually few: work on those only
     if len(crossing):
         load = predicted[crossing]
@@ -56,6 +104,10 @@ def _with_crossing(predicted: FloatArray, under: FloatArray, target: float) -> I
         to_full = FULL_SCORE + (FITS_FLOOR - 1.0 - FULL_SCORE) * (100.0 - np.minimum(load, 100.0)) / span
         past_full = FULL_SCORE * span / (span + np.maximum(load - 100.0, 0.0))
         raw[crossing] = np.minimum(np.where(load > 100.0, past_full, to_full), FITS_FLOOR - 1.0)
+    return raw
+
+
+def _rounded(raw: FloatArray) -> IntArray:
     raw += 0.5
     return np.floor(raw, out=raw).astype(np.int64)  # halves up, as Go's math.Round for x >= 0
 

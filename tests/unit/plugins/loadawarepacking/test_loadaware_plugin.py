@@ -14,7 +14,7 @@ from secondary_scheduler.framework import PodInfo
 from secondary_scheduler.framework.args import validated_args
 from secondary_scheduler.plugins.loadawarepacking.estimator import MIN_STEADY_READINGS
 from secondary_scheduler.plugins.loadawarepacking.plugin import LoadAwarePacking
-from secondary_scheduler.plugins.loadawarepacking.scoring import score_balanced, score_packed
+from secondary_scheduler.plugins.loadawarepacking.scoring import Spill, score_balanced, score_packed
 from secondary_scheduler.plugins.registry import in_tree_registry
 
 CAPACITY = CORES * 1000
@@ -295,6 +295,28 @@ def test_nodes_predicted_far_over_the_target_do_not_tie_with_nodes_just_over_it(
         assert score[0] >= 50 > score[1]  # crossing loses to fitting
         assert list(score[1:]) == sorted(score[1:], reverse=True)
         assert score[1] > score[2] > score[3] > score[4] > score[5]  # no floor of 0 at 100 %
+
+
+def test_a_packed_pod_that_fits_nowhere_goes_to_a_node_already_over_the_target_under_the_ceiling() -> None:
+    #          fits   pushed over: 70.5 and 72   already over: 75 and 80, 88 past the ceiling
+    predicted = np.array([69.0, 70.5, 72.0, 75.0, 80.0, 88.0, 130.0, 250.0])
+    score = score_packed(predicted, 70, Spill(hot=np.array([3, 4, 5]), ceiling=85.0))
+    assert score[0] >= 50 > score[3] > score[4] >= 25  # fitting first, then the least loaded hot node
+    assert 25 > score[1] > score[2] > score[5] > score[6] > score[7]  # then the usual crossing order
+    assert list(score_packed(predicted, 70, Spill(np.array([], dtype=np.intp), 85.0))) == list(
+        score_packed(predicted, 70)
+    )
+    with pytest.raises(ValidationError, match="spillCeiling"):
+        validated_args(LoadAwarePacking, {**PROMETHEUS, "spillCeiling": 60})
+
+
+async def test_pack_to_target_sends_a_pod_that_fits_nowhere_to_the_node_already_over() -> None:
+    world = World({"full": CORES, "hot": CORES}, {"scoringStrategy": "PackToTarget"})
+    world.cpu = {"full": (68.0, 0.0), "hot": (74.0, 0.0)}
+    await world.refresh()
+    world.plugin.estimator.learn([world.plugin.estimator.shape(PodInfo.from_pod(vm("x")))], 500.0)
+    scores, _ = world.score(vm("p", limit="800m"))
+    assert max(scores, key=scores.__getitem__) == "hot"  # "full" would be pushed over; "hot" is over
 
 
 async def test_a_burst_on_a_source_with_little_history_is_counted_once_and_taught_at_once() -> None:
