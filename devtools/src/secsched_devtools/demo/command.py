@@ -39,9 +39,10 @@ def demo(
     2. KubeVirt-style VMs, each with its root disk (a PVC on the WaitForFirstConsumer class
        `local-wffc`), placed by real load; the events and a per-node load table printed.
     3. A high-priority VM that fits nowhere arrives and preempts a lower-priority one.
-    4. The same VMs and scene on the same starting load with the upstream kube-scheduler's
-       default profile and with upstream Trimaran; an HTML report with plots, each disk's
-       node and the preemption, for all three.
+    4. The same VMs and scene on the same starting load with our own load-aware plugin
+       (LoadAwarePacking, examples/replay/ours.yaml), the upstream kube-scheduler's default
+       profile and upstream Trimaran; an HTML report with plots, each disk's node and the
+       preemption, for all four.
     5. A generated week of VMs replayed (`secsched replay`, no cluster) for seed 000's profile,
        the default profile and ours; its measures and plots join the report.
     """

@@ -10,9 +10,11 @@ import platform
 import re
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
 from rich.table import Table
 
 from secondary_scheduler.config.errors import ConfigError
@@ -23,7 +25,13 @@ from secondary_scheduler.plugins.catalog import IN_TREE_CATALOG
 from secsched_devtools.cluster import versions
 from secsched_devtools.cluster.localcluster import LocalCluster
 from secsched_devtools.cluster.progress import console, step
-from secsched_devtools.cluster.schedulers import UPSTREAM, SchedulerRun, scheduler_config, start_scheduler
+from secsched_devtools.cluster.schedulers import (
+    OURS,
+    UPSTREAM,
+    SchedulerRun,
+    scheduler_config,
+    start_scheduler,
+)
 from secsched_devtools.demo import operatorflow
 from secsched_devtools.demo.replayscene import ReplaySceneError, ReplaySceneResult, run_replay_scene
 from secsched_devtools.demo.run import RunResult, run_workload
@@ -43,6 +51,11 @@ from secsched_devtools.repo import REPO, deploy_dir, example_config
 OURS_LABEL = "ours: secsched + TargetLoadPacking"
 UPSTREAM_DEFAULT_LABEL = "upstream kube-scheduler, default profile"
 UPSTREAM_TRIMARAN_LABEL = "upstream Trimaran (scheduler-plugins)"
+OURS_LOAD_AWARE_LABEL = "ours: secsched + LoadAwarePacking"
+LOAD_AWARE_EXAMPLE = REPO / "examples" / "replay" / "ours.yaml"
+DEMO_METRICS_LAG = "2s"
+"""LoadAwarePacking's metricsLag on the demo cluster, whose Prometheus scrapes and evaluates every
+2 s (the example's 30s is for a 30-s scrape)."""
 
 
 class DemoError(RuntimeError):
@@ -75,24 +88,26 @@ def run_demo(options: DemoOptions) -> Path:
     runs: list[RunResult] = []
     seed_text, seed_source = seed_config()
 
-    console.rule("1/5  ours, installed by the operator")
+    console.rule("1/6  ours, installed by the operator")
     runs.append(_run_ours(options, vms, preemptor, web, seed_text, output / "ours"))
     _print_ours(runs[0], scenario.target)
 
-    upstream = (
-        (UPSTREAM_DEFAULT_LABEL, scheduler_config(SECONDARY_SCHEDULER), "upstream-default"),
-        (UPSTREAM_TRIMARAN_LABEL, example_config(), "upstream-trimaran"),
+    default_profile = _with_prometheus(scheduler_config(SECONDARY_SCHEDULER))
+    others = (
+        (OURS_LOAD_AWARE_LABEL, OURS, load_aware_config, "ours-loadaware"),
+        (UPSTREAM_DEFAULT_LABEL, UPSTREAM, default_profile, "upstream-default"),
+        (UPSTREAM_TRIMARAN_LABEL, UPSTREAM, _with_prometheus(example_config()), "upstream-trimaran"),
     )
-    for number, (label, config, directory) in enumerate(upstream, start=2):
-        console.rule(f"{number}/5  {label}, same VMs, same starting load")
-        runs.append(_run_upstream(options, label, config, vms, preemptor, web, output / directory))
+    for number, (label, kind, config, directory) in enumerate(others, start=2):
+        console.rule(f"{number}/6  {label}, same VMs, same starting load")
+        runs.append(_run_alone(options, label, kind, config, vms, preemptor, web, output / directory))
 
     _print_comparison(runs)
     _print_disks(runs)
     _print_preemption(runs)
-    console.rule("4/5  HPC and telco: gang scheduling and NUMA-aware placement, each scheduler in turn")
+    console.rule("5/6  HPC and telco: gang scheduling and NUMA-aware placement, each scheduler in turn")
     scene_problems = run_scenes(output / "scenes", options.keep)
-    console.rule("5/5  replay: a generated week, every example profile side by side, in simulated time")
+    console.rule("6/6  replay: a generated week, every example profile side by side, in simulated time")
     replay = _run_replay(output / "replay")
     heavy = scenario.heavy_size()
     facts = {
@@ -278,20 +293,38 @@ def _run_ours(
             )
 
 
-def _run_upstream(
+def load_aware_config(prometheus: str) -> str:
+    """examples/replay/ours.yaml, the recommended load-aware profile, reading this cluster's Prometheus."""
+    document = yaml.safe_load(LOAD_AWARE_EXAMPLE.read_text())
+    for profile in document["profiles"]:
+        for entry in profile.get("pluginConfig", []):
+            if entry.get("name") == "LoadAwarePacking":
+                entry["args"]["metricProvider"]["address"] = prometheus
+                entry["args"]["metricsLag"] = DEMO_METRICS_LAG
+    return str(yaml.safe_dump(document, sort_keys=False))
+
+
+def _with_prometheus(config_text: str) -> Callable[[str], str]:
+    """A config whose ${PROM_URL} is filled in once the run's cluster is up."""
+    return lambda prometheus: substitute(config_text, {"PROM_URL": prometheus})
+
+
+def _run_alone(
     options: DemoOptions,
     label: str,
-    config_text: str,
+    kind: str,
+    config_of: Callable[[str], str],
     vms: list[Vm],
     preemptor: Vm | None,
     web: list[dict[str, object]],
     directory: Path,
 ) -> RunResult:
-    cluster = _cluster(options, "demo-upstream")
+    """One scheduler started by hand (no operator) on a fresh cluster, the same workload submitted."""
+    cluster = _cluster(options, "demo-compare")
     try:
-        config = substitute(config_text, {"PROM_URL": cluster.prometheus_url})
+        config = config_of(cluster.prometheus_url)
         with step(f"starting {label}"):
-            scheduler = start_scheduler(UPSTREAM, config, cluster.kubeconfig, directory, name="scheduler")
+            scheduler = start_scheduler(kind, config, cluster.kubeconfig, directory, name="scheduler")
         try:
             with step(_submitting(vms, preemptor, web)) as current:
                 result = asyncio.run(
@@ -308,10 +341,8 @@ def _run_upstream(
                 )
         finally:
             scheduler.stop()
-        logged = logged_postfilter(directory / "scheduler.log")
-        result.postfilter = (
-            f"{logged} (its log)" if logged else f"{postfilter_plugins(config_text)} (its config)"
-        )
+        logged = logged_postfilter(directory / "scheduler.log") if kind == UPSTREAM else ""
+        result.postfilter = f"{logged} (its log)" if logged else f"{postfilter_plugins(config)} (its config)"
         return result
     finally:
         cluster.down()

@@ -328,7 +328,10 @@ requests-only scheduler cannot see.</p>
 {_table(summary_headers, summary_rows)}
 <p class="note">How to read it: TargetLoadPacking (target {target} %) should leave
 <b>no node over the target</b> while cooler nodes have room, and keep nodes out of saturation
-(above 90 %). The requests-only default profile spreads by requests and cannot tell a busy node
+(above 90 %). LoadAwarePacking, ours (examples/replay/ours.yaml, the same target), predicts what
+each VM will use from what its like already use and counts the VMs the metrics do not show yet,
+where TargetLoadPacking takes a VM's limits and forgets it after a minute. The requests-only
+default profile spreads by requests and cannot tell a busy node
 from an idle one. The load figures are taken once the fleet is placed, before the preemption scene.</p>
 <h2>CPU utilisation of every node over time</h2>
 <img src="data:image/png;base64,{timeline_plot(runs, target)}" alt="utilisation over time">
