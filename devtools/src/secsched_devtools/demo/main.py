@@ -137,7 +137,8 @@ def run_demo(options: DemoOptions) -> Path:
 
     report = write_report(output / "report.html", runs, scenario.target, facts, replay)
     console.print(f"\n[bold]Report:[/bold] {report}")
-    problems = [*_our_problems(runs[0]), *scene_problems]
+    load_aware = [f"with LoadAwarePacking {problem}" for problem in _our_problems(runs[1])]
+    problems = [*_our_problems(runs[0]), *load_aware, *scene_problems]
     if problems:
         raise DemoError(f"our scheduler {'; '.join(problems)} (the report says more: {report})")
     return report
