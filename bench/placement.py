@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import copy
+import functools
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -26,7 +27,6 @@ import yaml
 
 from bench import report
 from bench.context import BenchContext, BenchOptions
-from bench.machine import REPOSITORY
 from bench.placement_report import HEADER, Outcome, agreement, busy_share, table, targets
 from bench.runinfo import RunInfo
 from secondary_scheduler.kube.quantity import milli_value
@@ -36,6 +36,7 @@ from secsched_devtools.cluster.schedulers import OURS, UPSTREAM, single_plugin_c
 from secsched_devtools.demo.run import RunResult, run_workload
 from secsched_devtools.demo.scenario import Scenario
 from secsched_devtools.demo.workload import vm_fleet
+from secsched_devtools.repo import replay_example
 
 SEED = 11
 TARGET = 70
@@ -48,7 +49,6 @@ TRIMARAN_ARGS = {
     "LoadVariationRiskBalancing": "",
     "LowRiskOverCommitment": "",
 }
-EXAMPLES = REPOSITORY / "examples" / "replay"
 METRICS_LAG = "2s"
 """LoadAwarePacking's metricsLag on these clusters: their Prometheus scrapes and evaluates its
 rules every 2 s (the example's 30s is a 30-s scrape's). The Trimaran plugins have no such knob."""
@@ -66,20 +66,9 @@ class Run:
 
 
 def example_config(name: str, **set_args: Any) -> Callable[[str], str]:
-    """An example profile of examples/replay/ with its metricProvider pointed at ``prometheus``
+    """An example profile of examples/replay/ with its metricProvider pointed at the run's Prometheus
     (and ``set_args`` set in the args of every plugin that reads metrics)."""
-
-    def config(prometheus: str) -> str:
-        document = yaml.safe_load((EXAMPLES / name).read_text())
-        for profile in document["profiles"]:
-            for entry in profile.get("pluginConfig", []):
-                provider = entry.get("args", {}).get("metricProvider")
-                if provider is not None:
-                    provider["address"] = prometheus
-                    entry["args"].update(set_args)
-        return str(yaml.safe_dump(document, sort_keys=False))
-
-    return config
+    return functools.partial(replay_example, name, **set_args)
 
 
 def trimaran_config(plugin: str) -> Callable[[str], str]:

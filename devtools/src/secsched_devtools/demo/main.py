@@ -14,7 +14,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
 from rich.table import Table
 
 from secondary_scheduler.config.errors import ConfigError
@@ -46,13 +45,12 @@ from secsched_devtools.demo.workload import (
     Vm,
     web_pod,
 )
-from secsched_devtools.repo import REPO, deploy_dir, example_config
+from secsched_devtools.repo import REPO, deploy_dir, example_config, replay_example
 
 OURS_LABEL = "ours: secsched + TargetLoadPacking"
 UPSTREAM_DEFAULT_LABEL = "upstream kube-scheduler, default profile"
 UPSTREAM_TRIMARAN_LABEL = "upstream Trimaran (scheduler-plugins)"
 OURS_LOAD_AWARE_LABEL = "ours: secsched + LoadAwarePacking"
-LOAD_AWARE_EXAMPLE = REPO / "examples" / "replay" / "ours.yaml"
 DEMO_METRICS_LAG = "2s"
 """LoadAwarePacking's metricsLag on the demo cluster, whose Prometheus scrapes and evaluates every
 2 s (the example's 30s is for a 30-s scrape)."""
@@ -296,13 +294,7 @@ def _run_ours(
 
 def load_aware_config(prometheus: str) -> str:
     """examples/replay/ours.yaml, the recommended load-aware profile, reading this cluster's Prometheus."""
-    document = yaml.safe_load(LOAD_AWARE_EXAMPLE.read_text())
-    for profile in document["profiles"]:
-        for entry in profile.get("pluginConfig", []):
-            if entry.get("name") == "LoadAwarePacking":
-                entry["args"]["metricProvider"]["address"] = prometheus
-                entry["args"]["metricsLag"] = DEMO_METRICS_LAG
-    return str(yaml.safe_dump(document, sort_keys=False))
+    return replay_example("ours.yaml", prometheus, metricsLag=DEMO_METRICS_LAG)
 
 
 def _with_prometheus(config_text: str) -> Callable[[str], str]:
