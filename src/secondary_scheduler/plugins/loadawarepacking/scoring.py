@@ -65,8 +65,8 @@ def _with_spill(predicted: FloatArray, under: FloatArray, target: float, spill: 
     already over the target is over whatever comes; pushing another one over makes all of its
     pods share a node over the target too.
     """
-    raw = _crossing_filled(predicted, under, target)
     crossing = np.flatnonzero(predicted > target)
+    raw = _crossing_filled(predicted, under, target, crossing)
     before = raw[crossing]  # 49 down to 2 at 100 %, then towards 0: 49-2 into 24-2
     shrink = (SPILL_FLOOR - 1.0 - FULL_SCORE) / (FITS_FLOOR - 1.0 - FULL_SCORE)
     raw[crossing] = np.where(before > FULL_SCORE, FULL_SCORE + (before - FULL_SCORE) * shrink, before)
@@ -91,13 +91,16 @@ def _with_crossing(predicted: FloatArray, under: FloatArray, target: float) -> I
     ``FULL_SCORE`` at 100 % (which node crosses least matters most there), then on towards 0
     without reaching it: when a burst leaves every node over 100 %, a node predicted at 105 % must
     still beat one at 250 % (a floor of 0 at 100 % made them tie, and the tie was broken at random)."""
-    return _rounded(_crossing_filled(predicted, under, target))
-
-
-def _crossing_filled(predicted: FloatArray, under: FloatArray, target: float) -> FloatArray:
-    """``under`` (a fresh array of the caller's, filled in place) with the crossing nodes' raw scores."""
-    raw = under
     crossing = np.flatnonzero(predicted > target)  # usually few: work on those only
+    return _rounded(_crossing_filled(predicted, under, target, crossing))
+
+
+def _crossing_filled(
+    predicted: FloatArray, under: FloatArray, target: float, crossing: IntArray
+) -> FloatArray:
+    """``under`` (a fresh array of the caller's, filled in place) with the raw scores of the
+    ``crossing`` nodes (the indices whose prediction is over the target)."""
+    raw = under
     if len(crossing):
         load = predicted[crossing]
         span = max(100.0 - target, 1.0)
