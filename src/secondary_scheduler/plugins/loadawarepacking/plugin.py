@@ -97,6 +97,10 @@ class LoadAwarePacking(TrimaranPlugin, ScorePlugin, FilterPlugin):
         self._index_name = f"loadawarepacking/{id(self)}"
         self._warned_stale = False
         self._window: Window | None = None
+        self._one_sample_source = False
+        """The latest snapshot held one sample per node: every deviation 0, some node's mean above
+        0 (a source that just started; a source of latest values only says the same, but its
+        later windows hold no more data, and nothing is read again from them)."""
         degraded = self.telemetry.degraded_nodes
         self._stale_gauge = degraded.labels(self.name, STALE_HELD)
         self._estimated_gauge = degraded.labels(self.name, NO_METRICS_ESTIMATED)
@@ -246,6 +250,7 @@ class LoadAwarePacking(TrimaranPlugin, ScorePlugin, FilterPlugin):
             stdev_millis=float(history.stdev[slot] * millis_per_percent),
             peak_percent=float(history.peak[slot]),
             taken_at=history.taken_at,
+            one_sample=self._one_sample_source and history.stdev[slot] == 0 and history.mean[slot] > 0,
         )
 
     def _record(self, table: NodeTable, usage: NodeUsage) -> None:
@@ -261,6 +266,7 @@ class LoadAwarePacking(TrimaranPlugin, ScorePlugin, FilterPlugin):
         avg[active], stdev[active], valid[active] = whole.cpu.avg, whole.cpu.stdev, whole.cpu.valid
         now = snapshot.taken_at
         self.history.record(table, now, avg, stdev, valid)
+        self._one_sample_source = bool((avg[valid] > 0).any() and not (stdev[valid] > 0).any())
         capacity = self._capacity.of(table).astype(np.float64)
         self._capacity_at_record = capacity
         window = snapshot.metrics.window

@@ -4,6 +4,7 @@ what it does when the metrics are stale or missing."""
 from __future__ import annotations
 
 import logging
+import math
 
 import numpy as np
 import pytest
@@ -328,27 +329,68 @@ async def test_a_burst_on_a_source_with_little_history_is_counted_once_and_taugh
     the plugin's eyes long before it was full.
     """
     world = World({"a": CORES, "b": CORES})
-    world.cpu = {"a": (10.0, 0.0), "b": (10.0, 0.0)}
+    noise = 0.5  # the source already holds a minute of samples: the nodes' noise shows
+    world.cpu = {"a": (10.0, noise), "b": (10.0, noise)}
     await world.refresh()
+    peak = 10.0 + 1.6449 * noise  # the 95th percentile of the reading
     lag = world.plugin.args.metrics_lag
     world.now += 1
     for name in ("s1", "s2", "s3", "s4"):  # 1 vCPU each (limit 1), really using 700m
         world.place(vm(name, limit="1", node_name="a", bound_at=world.now), "a")
     probe = vm("probe", request="0", limit="0")
-    assert world.predicted(probe)["a"] == pytest.approx(10 + 100 * 4 * 1000 * 1.2 / CAPACITY)  # with margin
+    assert world.predicted(probe)["a"] == pytest.approx(peak + 100 * 4 * 1000 * 1.2 / CAPACITY, rel=1e-4)
     # 60 s after the step shows (bound + lag), in a source that began 120 s before the reading:
     # the step is half the data. Mean and deviation as Prometheus computes them over what it holds.
     world.now += lag + 60
     step = 100 * 4 * 700 / CAPACITY
-    world.cpu["a"] = (10.0 + step / 2, step / 2)
+    world.cpu["a"] = (10.0 + step / 2, math.hypot(step / 2, noise))
     await world.refresh()
     _, note = world.score(vm("s5", limit="1"))
     assert note.pod_millis == pytest.approx(700, rel=0.01)  # learned at the first snapshot, not 15 minutes on
     assert note.anchored == ("a",) and any(line.startswith("read from before") for line in note.lines())
     # Counted once: the node's reading before the burst plus the burst's use, not the window's
     # mean (which holds half of it), its deviation (which is the step) and the burst again.
-    assert world.predicted(probe)["a"] == pytest.approx(10 + step, rel=0.01)
+    assert world.predicted(probe)["a"] == pytest.approx(peak + step, rel=0.01)
     assert world.gauge("secsched_loadaware_lessons_total", profile_plugin="LoadAwarePacking") == 1
+
+
+async def test_a_baseline_of_one_sample_is_read_again_from_the_data_since() -> None:
+    """A source that just started holds one sample per node: the mean is that sample (here a
+    point under the node's 10 %), the deviation 0. A node anchored on it and packed to the target
+    ends over by that point; every later window holds the samples since, before the pods show
+    and after (less the pods' share of them), so the node is read again from those."""
+    world = World({"a": CORES, "b": CORES})
+    world.cpu = {"a": (9.0, 0.0), "b": (50.0, 0.0)}  # one sample each
+    await world.refresh()
+    lag = world.plugin.args.metrics_lag
+    taken = world.now
+    world.now += 1
+    bound = world.now
+    for name in ("s1", "s2", "s3", "s4"):  # 1 vCPU each (limit 1), really using 700m
+        world.place(vm(name, limit="1", node_name="a", bound_at=bound), "a")
+    probe = vm("probe", request="0", limit="0")
+    in_full = 100 * 4 * 1000 * 1.2 / CAPACITY  # their limits, with the burst margin
+    assert world.predicted(probe)["a"] == pytest.approx(9.0 + in_full)
+    # Before the pods show: the window is the node alone, over more samples.
+    world.now = bound + lag - 1
+    world.cpu = {"a": (10.0, 1.0), "b": (50.0, 1.0)}
+    await world.refresh()
+    assert world.predicted(probe)["a"] == pytest.approx(10.0 + in_full)
+    # Once they show: the node is the mean less their share of the data since the one sample.
+    world.now = bound + lag + 29
+    shown = 29 / (world.now - taken)
+    step = 100 * 4 * 700 / CAPACITY
+    world.cpu = {
+        "a": (10.0 + step * shown, math.hypot(step * math.sqrt(shown * (1 - shown)), 1.0)),
+        "b": (50.0, 1.0),
+    }
+    await world.refresh()
+    predicted = world.predicted(probe)["a"]  # (the snapshot is taken in by the first cycle after it)
+    estimator = world.plugin.estimator
+    each = 100 * estimator.estimate_one(estimator.shape(PodInfo.from_pod(vm("s5", limit="1")))) / CAPACITY
+    before = 10.0 + step * shown - 4 * each * shown
+    assert predicted == pytest.approx(before + 4 * each)
+    assert abs(before - 10.0) < 0.25  # the estimates learned from that step are near the truth
 
 
 async def test_the_drift_of_other_pods_is_read_over_the_same_quiet_nodes() -> None:
