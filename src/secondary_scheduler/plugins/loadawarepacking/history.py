@@ -10,7 +10,8 @@ over peakWindow, so a spike seen one snapshot ago is not forgotten at the next.
 Loads that rise every morning are invisible to a 15-minute window at night. Each node's
 hourly peak of means is remembered by hour of week (and by hour of day), blended across
 weeks (days); ``seasonal_rise`` is how much higher the next seasonalHorizon was than the
-current hour in the previous weeks (else days), added to the prediction. The history lives
+current hour in the previous weeks (else days), added to the prediction as ``risecalibration``
+weighs it once it has seen how well that foretold the days that came. The history lives
 in the scheduler's memory: a restart starts it over, and a node only has a pattern once it
 has been watched for a day.
 
@@ -28,6 +29,7 @@ import numpy as np
 
 from secondary_scheduler.framework.aliases import BoolArray, FloatArray, Slots
 from secondary_scheduler.framework.nodetable import NodeTable
+from secondary_scheduler.plugins.loadawarepacking.risecalibration import RiseCalibration
 
 HOUR = 3600.0
 RING = 64
@@ -146,6 +148,8 @@ class NodeHistory:
         self._next = 0
         self._daily = Profile(24, 0)
         self._weekly = Profile(168, 0)
+        self.calibration = RiseCalibration(horizon)
+        """How well the remembered rise foretold the next day: it weighs the rise once known."""
 
     @property
     def known(self) -> bool:
@@ -173,7 +177,10 @@ class NodeHistory:
             self._daily.record(now, slots, avg[slots])
             self._weekly.record(now, slots, avg[slots])
             weekly, daily = self._weekly.rise(now, self.horizon), self._daily.rise(now, self.horizon)
-            self.rise = np.clip(np.nan_to_num(np.where(np.isnan(weekly), daily, weekly)), 0.0, 100.0)
+            remembered = np.clip(np.nan_to_num(np.where(np.isnan(weekly), daily, weekly)), 0.0, 100.0)
+            patterned = ~(np.isnan(weekly) & np.isnan(daily))
+            self.calibration.observe(now, np.where(valid, avg, np.nan), remembered, patterned)
+            self.rise = self.calibration.calibrated(remembered, patterned)
 
     def _follow(self, table: NodeTable) -> None:
         """Grow with the table and forget slots that now hold another node."""
@@ -192,6 +199,7 @@ class NodeHistory:
                 self._ring[slot] = np.nan
                 self._daily.reset(slot)
                 self._weekly.reset(slot)
+                self.calibration.forget(slot)
 
     def gather(self, nodes: Slots) -> tuple[FloatArray, FloatArray, BoolArray]:
         """(peak, rise, measured) of the scored slots; slots added since the last record have none."""

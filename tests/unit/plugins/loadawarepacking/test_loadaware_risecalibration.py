@@ -1,0 +1,92 @@
+"""The seasonal rise weighed by how well it foretold the hours that came."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from tests.unit.plugins.loadawarepacking.world import node
+
+from secondary_scheduler.framework import NodeTable
+from secondary_scheduler.plugins.loadawarepacking.history import HOUR, NodeHistory
+from secondary_scheduler.plugins.loadawarepacking.risecalibration import MIN_PAIRS, RiseCalibration
+
+NODES = 300
+
+
+def _came(means: np.ndarray, k: int, hours: int) -> np.ndarray:
+    """What a forecast made at hour ``k`` sees come within ``hours``: the highest mean, less its own."""
+    return means[k : k + hours + 1].max(axis=0) - means[k]
+
+
+def test_a_rise_that_comes_true_keeps_its_whole_weight() -> None:
+    calibration = RiseCalibration(horizon=2 * HOUR)
+    rng = np.random.default_rng(1)
+    base = rng.uniform(10, 40, NODES)
+    morning = rng.uniform(0, 30, NODES)  # each node's own height of its 08:00-10:00 peak
+    means = np.array([base + morning * (8 <= k % 24 < 10) for k in range(72 + 3)])
+    patterned = np.ones(NODES, dtype=np.bool_)
+    for k in range(72):
+        calibration.observe(k * HOUR, means[k], _came(means, k, 2), patterned)
+    fit = calibration.fit
+    assert fit is not None and fit.pairs >= MIN_PAIRS
+    assert fit.slope == pytest.approx(1.0)
+    assert fit.offset == pytest.approx(0.0, abs=1e-9)
+    weighed = calibration.calibrated(np.array([0.0, 25.0]), np.ones(2, dtype=np.bool_))
+    assert weighed.tolist() == pytest.approx([0.0, 25.0])
+
+
+def test_a_rise_that_foretells_nothing_is_replaced_by_what_came_on_average() -> None:
+    calibration = RiseCalibration(horizon=2 * HOUR)
+    rng = np.random.default_rng(2)
+    # every node alternates 50 % and 60 % hour by hour, whatever its remembered rise says
+    means = np.array([np.full(NODES, 50.0 + 10.0 * (k % 2)) for k in range(72)])
+    patterned = np.ones(NODES, dtype=np.bool_)
+    for k in range(72):
+        calibration.observe(k * HOUR, means[k], rng.uniform(0, 40, NODES), patterned)
+    fit = calibration.fit
+    assert fit is not None
+    assert fit.slope < 0.05
+    assert fit.offset == pytest.approx(5.0, abs=0.6)  # half the hours rise 10 points, half none
+    weighed = calibration.calibrated(np.array([0.0, 40.0]), np.ones(2, dtype=np.bool_))
+    assert weighed[1] - weighed[0] < 2.0
+
+
+def test_until_enough_hours_came_true_the_rise_is_as_remembered() -> None:
+    calibration = RiseCalibration(horizon=2 * HOUR)
+    patterned = np.ones(10, dtype=np.bool_)
+    for k in range(12):  # 10 nodes x 10 hours come true: under MIN_PAIRS
+        calibration.observe(k * HOUR, np.full(10, 30.0), np.full(10, 20.0), patterned)
+    assert calibration.fit is None
+    rise = np.array([3.0, 17.0])
+    assert calibration.calibrated(rise, np.ones(2, dtype=np.bool_)) is rise
+
+
+def test_only_nodes_with_a_pattern_and_a_reading_test_it_and_a_slot_given_to_another_node_neither() -> None:
+    calibration = RiseCalibration(horizon=HOUR)
+    patterned = np.array([True, True, False, True])
+    means = np.array([10.0, 10.0, 10.0, np.nan])
+    calibration.observe(0.0, means, np.zeros(4), patterned)
+    calibration.forget(1)
+    calibration.observe(HOUR, means, np.zeros(4), patterned)
+    assert calibration._sums[0] == 1.0  # slot 0 only: 1 was forgotten, 2 has no pattern, 3 no reading
+
+
+def test_a_node_whose_morning_peak_stopped_is_no_longer_predicted_to_rise() -> None:
+    """Through NodeHistory: a fleet's 08:00 peak stops on day 2 (its pods left); from day 3 the
+    remembered rise still says 30 points, and the fit, having seen that rise not come, weighs it
+    down."""
+    table = NodeTable.from_objects([node(f"n{i}") for i in range(NODES)])
+    history = NodeHistory(percentile=95, window=900, seasonal=True, horizon=2 * HOUR)
+    size = table.capacity
+    valid = np.zeros(size, dtype=np.bool_)
+    slots = np.array([table.slot_of(f"n{i}") for i in range(NODES)])
+    valid[slots] = True
+    day0 = 1_700_006_400.0 - (1_700_006_400.0 % 86400)
+    for hour in range(4 * 24 + 7):
+        avg = np.zeros(size)
+        avg[slots] = 80.0 if hour < 48 and 8 <= hour % 24 < 10 else 20.0
+        history.record(table, day0 + hour * HOUR, avg, np.zeros(size), valid)
+    fit = history.calibration.fit
+    assert fit is not None and fit.slope < 0.5
+    remembered = 30.0  # 60 points blended with a day without the peak
+    assert history.rise[slots[0]] < remembered / 2
