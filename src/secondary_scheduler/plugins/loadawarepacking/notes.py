@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from secondary_scheduler.framework.aliases import BoolArray, FloatArray, IntArray
+from secondary_scheduler.plugins.loadawarepacking.risecalibration import RiseFit
 from secondary_scheduler.plugins.trimaran.notes import MetricsNote
 
 _SHOWN = 8
@@ -44,6 +45,8 @@ class LoadAwareNote:
     """Slots predicted from their reading before their latest pods, those pods counted in full."""
     held_for_seconds: float | None = None
     """Stale metrics: how old the held peaks are (None when fresh)."""
+    rise_fit: RiseFit | None = None
+    """How the remembered rises are weighed, once the plugin has seen what came (None: not yet)."""
 
     @property
     def missing_millis(self) -> FloatArray:
@@ -109,7 +112,8 @@ class LoadAwareNote:
         seasonal = self.seasonal
         if seasonal:
             text = ", ".join(f"{node} +{rise:.0f}pp" for node, rise in seasonal.items())
-            lines.append(f"daily/weekly pattern, rise ahead: {text}")
+            weighed = f" (weighed by what came: {self.rise_fit})" if self.rise_fit else ""
+            lines.append(f"daily/weekly pattern, rise ahead: {text}{weighed}")
         return lines
 
     def _named(self, mask: BoolArray) -> tuple[str, ...]:

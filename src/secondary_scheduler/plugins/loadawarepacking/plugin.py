@@ -326,6 +326,7 @@ class LoadAwarePacking(TrimaranPlugin, ScorePlugin, FilterPlugin):
             rise_by_slot=loads.rise,
             anchored_slots=anchored,
             held_for_seconds=held,
+            rise_fit=self.history.calibration.fit,
         )
 
     def _count(self, usage: NodeUsage, nodes: int, without: int, unscored: int, inflight: int) -> None:

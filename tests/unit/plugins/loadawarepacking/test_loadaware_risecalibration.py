@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
-from tests.unit.plugins.loadawarepacking.world import node
+from tests.unit.plugins.loadawarepacking.world import CORES, World, node, vm
 
 from secondary_scheduler.framework import NodeTable
 from secondary_scheduler.plugins.loadawarepacking.history import HOUR, NodeHistory
-from secondary_scheduler.plugins.loadawarepacking.risecalibration import MIN_PAIRS, RiseCalibration
+from secondary_scheduler.plugins.loadawarepacking.risecalibration import MIN_PAIRS, RiseCalibration, RiseFit
 
 NODES = 300
 
@@ -90,3 +92,17 @@ def test_a_node_whose_morning_peak_stopped_is_no_longer_predicted_to_rise() -> N
     assert fit is not None and fit.slope < 0.5
     remembered = 30.0  # 60 points blended with a day without the peak
     assert history.rise[slots[0]] < remembered / 2
+
+
+async def test_the_note_says_how_the_rises_are_weighed() -> None:
+    fit = RiseFit(offset=13.4, slope=0.14, pairs=5462)
+    assert str(fit) == "+13.4pp + 0.14 x remembered (5462 node-hours)"
+    world = World({"a": CORES})
+    world.cpu = {"a": (30.0, 0.0)}
+    await world.refresh()
+    _, note = world.score(vm("p", limit="800m"))
+    rising = np.full(len(note.rise_by_slot), 12.0)
+    weighed = replace(note, rise_by_slot=rising, rise_fit=fit)
+    line = next(line for line in weighed.lines() if "pattern" in line)
+    assert line == "daily/weekly pattern, rise ahead: a +12pp (weighed by what came: " + str(fit) + ")"
+    assert not any("weighed" in line for line in replace(note, rise_by_slot=rising).lines())
