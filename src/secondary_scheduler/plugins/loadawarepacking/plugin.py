@@ -135,7 +135,7 @@ class LoadAwarePacking(TrimaranPlugin, ScorePlugin, FilterPlugin):
             args = self.args
             crossing = np.flatnonzero(prediction.percent > target)  # few: only they are looked at
             hot = prediction.over_without_pod(crossing, target)
-            spill = Spill(crossing[hot], float(args.spill_ceiling))
+            spill = Spill(crossing, crossing[hot], float(args.spill_ceiling))
             scores = score_packed(prediction.percent, target, spill)
         else:  # packing on a guess of the pods' scale packs to an unknown: balance until a lesson
             empty = workload_pods(table).empty(nodes)

@@ -34,10 +34,12 @@ target 70)."""
 
 @dataclass(frozen=True)
 class Spill:
-    """Where a packed pod that fits under the target nowhere goes first: ``hot`` (indices of the
-    scored nodes) are already over the target without it; of them, those that stay at or under
-    ``ceiling`` percent with it, the least loaded first."""
+    """Where a packed pod that fits under the target nowhere goes first: of the ``crossing`` nodes
+    (indices of the scored nodes predicted over the target with the pod), ``hot`` are already over
+    it without the pod; of those, the ones that stay at or under ``ceiling`` percent with it, the
+    least loaded first."""
 
+    crossing: IntArray
     hot: IntArray
     ceiling: float
 
@@ -49,8 +51,10 @@ def score_packed(predicted: FloatArray, target: float, spill: Spill | None = Non
     under = np.clip(predicted, 0.0, 100.0)
     under *= (100.0 - FITS_FLOOR) / target
     under += FITS_FLOOR
-    if spill is None or not len(spill.hot):
+    if spill is None:
         return _with_crossing(predicted, under, target)
+    if not len(spill.hot):
+        return _rounded(_crossing_filled(predicted, under, target, spill.crossing))
     return _with_spill(predicted, under, target, spill)
 
 
@@ -65,7 +69,7 @@ def _with_spill(predicted: FloatArray, under: FloatArray, target: float, spill: 
     already over the target is over whatever comes; pushing another one over makes all of its
     pods share a node over the target too.
     """
-    crossing = np.flatnonzero(predicted > target)
+    crossing = spill.crossing
     raw = _crossing_filled(predicted, under, target, crossing)
     before = raw[crossing]  # 49 down to 2 at 100 %, then towards 0: 49-2 into 24-2
     shrink = (SPILL_FLOOR - 1.0 - FULL_SCORE) / (FITS_FLOOR - 1.0 - FULL_SCORE)

@@ -301,10 +301,11 @@ def test_nodes_predicted_far_over_the_target_do_not_tie_with_nodes_just_over_it(
 def test_a_packed_pod_that_fits_nowhere_goes_to_a_node_already_over_the_target_under_the_ceiling() -> None:
     #          fits   pushed over: 70.5 and 72   already over: 75 and 80, 88 past the ceiling
     predicted = np.array([69.0, 70.5, 72.0, 75.0, 80.0, 88.0, 130.0, 250.0])
-    score = score_packed(predicted, 70, Spill(hot=np.array([3, 4, 5]), ceiling=85.0))
+    crossing = np.flatnonzero(predicted > 70)
+    score = score_packed(predicted, 70, Spill(crossing, hot=np.array([3, 4, 5]), ceiling=85.0))
     assert score[0] >= 50 > score[3] > score[4] >= 25  # fitting first, then the least loaded hot node
     assert 25 > score[1] > score[2] > score[5] > score[6] > score[7]  # then the usual crossing order
-    assert list(score_packed(predicted, 70, Spill(np.array([], dtype=np.intp), 85.0))) == list(
+    assert list(score_packed(predicted, 70, Spill(crossing, np.array([], dtype=np.intp), 85.0))) == list(
         score_packed(predicted, 70)
     )
     with pytest.raises(ValidationError, match="spillCeiling"):
