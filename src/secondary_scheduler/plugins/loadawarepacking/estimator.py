@@ -170,6 +170,12 @@ class UsageEstimator:
         self._refresh()
         return bool(self._steady[shape.class_id])
 
+    def spreads(self) -> FloatArray:
+        """Class id -> the spread of its readings (``steady_classes``); NaN below
+        ``MIN_STEADY_READINGS`` readings."""
+        self._refresh()
+        return self._spread
+
     def steady_classes(self) -> BoolArray:
         """Class id -> its readings' spread (standard deviation over mean of the use per request,
         weighted by requests) is at most ``steadySpread`` over at least ``MIN_STEADY_READINGS``.

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from statistics import NormalDist
 
 import numpy as np
@@ -157,9 +157,16 @@ class NodeHistory:
         return self.taken_at > 0
 
     def record(
-        self, table: NodeTable, now: float, avg: FloatArray, stdev: FloatArray, valid: BoolArray
+        self,
+        table: NodeTable,
+        now: float,
+        avg: FloatArray,
+        stdev: FloatArray,
+        valid: BoolArray,
+        placed_since: Callable[[float], FloatArray] | None = None,
     ) -> None:
-        """A snapshot's CPU per slot (percent; arrays over the table's capacity)."""
+        """A snapshot's CPU per slot (percent; arrays over the table's capacity), and what the pods
+        placed after a given time show in it (``RiseCalibration.observe``)."""
         self._follow(table)
         high = np.where(valid, avg + self.z * stdev, np.nan)
         self._ring[:, self._next] = high
@@ -179,7 +186,8 @@ class NodeHistory:
             weekly, daily = self._weekly.rise(now, self.horizon), self._daily.rise(now, self.horizon)
             remembered = np.clip(np.nan_to_num(np.where(np.isnan(weekly), daily, weekly)), 0.0, 100.0)
             patterned = ~(np.isnan(weekly) & np.isnan(daily))
-            self.calibration.observe(now, np.where(valid, avg, np.nan), remembered, patterned)
+            mean = np.where(valid, avg, np.nan)
+            self.calibration.observe(now, mean, remembered, patterned, placed_since)
             self.rise = self.calibration.calibrated(remembered, patterned)
 
     def _follow(self, table: NodeTable) -> None:

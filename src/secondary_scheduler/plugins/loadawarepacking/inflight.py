@@ -56,6 +56,11 @@ MIN_LEARNING_SHARE = 0.03
 step is lost in the node's noise (a node of 15 VMs moves by a few percent within a window)."""
 
 
+UNKNOWN_SPREAD = 0.6
+"""The spread (standard deviation over mean) assumed for a class with too few readings to know its
+own: a VM whose level is anywhere from idle to flat out, uniformly, spreads by 0.58."""
+
+
 MIN_SHOWN_SHARE = 0.2
 """A first lesson needs the window's mean to show at least this share of the use it concludes: a
 group placed just before the snapshot shows a rise within the noise, and read through the variance
@@ -161,8 +166,10 @@ class InFlightPods:
         self._used = 0
         self.estimate_millis: FloatArray = np.zeros(size)
         self.unseen: FloatArray = np.zeros(size)
-        """Per row, the pod's estimate and the share of its use the window lacks: set when the pod is
-        placed, and for every row again only after a lesson or a new window (``_settle_rows``)."""
+        self.upside: FloatArray = np.zeros(size)
+        """Per row, the pod's estimate, the share of its use the window lacks, and the standard
+        deviation of its use beyond the estimate (``_upsides``): set when the pod is placed, and
+        for every row again only after a lesson or a new window (``_settle_rows``)."""
         self._settled_as_of: tuple[int, Window] | None = None
         self.window = window or Window(0.0, 0.0)
         self.groups: dict[int, Group] = {}
@@ -201,6 +208,9 @@ class InFlightPods:
         self.request[row], self.limit[row], self.alive[row] = shape.request_millis, shape.limit_millis, True
         self.estimate_millis[row] = self.estimator.estimate_one(shape)
         self.unseen[row] = 1.0 - self._visible_share_of(bound)
+        self.upside[row : row + 1] = self._upsides(
+            self.class_id[row : row + 1], self.estimate_millis[row : row + 1], self.limit[row : row + 1]
+        )
         self._rows[pod.key] = row
         self._join_group(slot, pod.key, shape)
 
@@ -239,8 +249,10 @@ class InFlightPods:
         self, now: float, burst_window: float, burst_margin: float, anchored: Slots, size: int
     ) -> tuple[FloatArray, FloatArray]:
         """Per table slot below ``size``: millicores of in-flight pods not yet in the window (all of
-        them on ``anchored`` slots), and the burst margin of those placed in the last
-        ``burst_window`` seconds whose class is not steady."""
+        them on ``anchored`` slots), and the margin of those whose class is not steady: the burst
+        margin of those placed in the last ``burst_window`` seconds, plus ``inflightUncertainty``
+        standard deviations of what their unseen shares may use beyond the estimate (each its
+        class's spread of it, at most up to its limit, summed as independent draws)."""
         used = self._settle_rows()
         alive = self.alive[:used]
         slots = self.slot[:used]
@@ -252,10 +264,18 @@ class InFlightPods:
         weights = np.where(alive, estimate * share, 0.0)
         unsteady = ~self.estimator.steady_classes()[self.class_id[:used]]  # steady: the estimate holds
         margin = np.where(alive & unsteady & (now - bound_at < burst_window), estimate * burst_margin, 0.0)
-        return (  # (without rows, bincount's zeros are integers)
-            np.bincount(slots, weights=weights, minlength=size)[:size].astype(np.float64, copy=False),
-            np.bincount(slots, weights=margin, minlength=size)[:size].astype(np.float64, copy=False),
-        )
+        # (without rows, bincount's zeros are integers)
+        missing = np.bincount(slots, weights=weights, minlength=size)[:size].astype(np.float64, copy=False)
+        margins = np.bincount(slots, weights=margin, minlength=size)[:size].astype(np.float64, copy=False)
+        z = self.estimator.args.inflight_uncertainty
+        uncertain = np.flatnonzero(alive & (self.upside[:used] > 0)) if z > 0 else ()
+        if len(uncertain):  # the few nodes holding such pods: summed and rooted there only
+            deviation = self.upside[uncertain] * share[uncertain]
+            at, inverse = np.unique(slots[uncertain], return_inverse=True)
+            variance = np.bincount(inverse, weights=deviation * deviation, minlength=len(at))
+            inside = at < size
+            margins[at[inside]] += z * np.sqrt(variance[inside])
+        return missing, margins
 
     def _settle_rows(self) -> int:
         """Refill ``estimate_millis`` and ``unseen`` of every row after a lesson or a new window
@@ -268,7 +288,19 @@ class InFlightPods:
                 self.class_id[:used], self.request[:used], self.limit[:used]
             )
             self.unseen[:used] = 1.0 - self.visible_share(self.bound_at[:used])
+            self.upside[:used] = self._upsides(
+                self.class_id[:used], self.estimate_millis[:used], self.limit[:used]
+            )
         return used
+
+    def _upsides(self, class_ids: IntArray, estimates: FloatArray, limits: FloatArray) -> FloatArray:
+        """Per pod, the standard deviation of its use beyond its estimate: its class's spread of
+        readings (``UNKNOWN_SPREAD`` below enough of them) times the estimate, never past its limit
+        (a pod predicted at its limit, nothing learned yet, has none), and none for a steady class."""
+        spread = self.estimator.spreads()[class_ids]
+        upside = estimates * np.where(np.isnan(spread), UNKNOWN_SPREAD, spread)
+        upside = np.minimum(upside, np.maximum(limits - estimates, 0.0))
+        return np.where(self.estimator.steady_classes()[class_ids], 0.0, upside)
 
     def _visible_share_of(self, bound_at: float) -> float:
         """``visible_share`` of one pod, without arrays (the same operations, the same result)."""
@@ -497,6 +529,7 @@ class InFlightPods:
         self.slot, self.bound_at, self.class_id = grown(self.slot), grown(self.bound_at), grown(self.class_id)
         self.request, self.limit, self.alive = grown(self.request), grown(self.limit), grown(self.alive)
         self.estimate_millis, self.unseen = grown(self.estimate_millis), grown(self.unseen)
+        self.upside = grown(self.upside)
 
     def _compact(self) -> None:
         """Move the live rows to the front (rows of removed pods are only marked dead)."""
@@ -506,7 +539,7 @@ class InFlightPods:
         keep = np.flatnonzero(self.alive[:used])
         new_row = {int(old): new for new, old in enumerate(keep.tolist())}
         moved = (self.slot, self.bound_at, self.class_id, self.request, self.limit, self.alive)
-        for array in (*moved, self.estimate_millis, self.unseen):
+        for array in (*moved, self.estimate_millis, self.unseen, self.upside):
             array[: len(keep)] = array[keep]
         self.alive[len(keep) : used] = False
         self._rows = {key: new_row[row] for key, row in self._rows.items()}

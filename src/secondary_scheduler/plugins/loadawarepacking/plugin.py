@@ -30,6 +30,7 @@ from secondary_scheduler.plugins.loadawarepacking.history import NodeHistory
 from secondary_scheduler.plugins.loadawarepacking.inflight import Baseline, InFlightPods, Window
 from secondary_scheduler.plugins.loadawarepacking.notes import LoadAwareNote
 from secondary_scheduler.plugins.loadawarepacking.occupancy import workload_pods
+from secondary_scheduler.plugins.loadawarepacking.recentplacements import RecentPlacements
 from secondary_scheduler.plugins.loadawarepacking.scoring import (
     Spill,
     over_threshold,
@@ -239,6 +240,10 @@ class LoadAwarePacking(TrimaranPlugin, ScorePlugin, FilterPlugin):
     def _build_inflight(self, table: NodeTable) -> InFlightPods:
         return InFlightPods(table, self.estimator, self.clock, self._baseline, self._window)
 
+    def _build_recent(self, table: NodeTable) -> RecentPlacements:
+        keep = self.args.seasonal_horizon + self.args.peak_window  # a forecast's pods, and its window
+        return RecentPlacements(table, self.estimator, self.clock, keep)
+
     def _baseline(self, slot: int) -> Baseline | None:
         """The node's latest reading, the baseline a new group of pods placed on it starts from."""
         history = self.history
@@ -265,14 +270,18 @@ class LoadAwarePacking(TrimaranPlugin, ScorePlugin, FilterPlugin):
         avg, stdev, valid = np.zeros(size), np.zeros(size), np.zeros(size, dtype=np.bool_)
         avg[active], stdev[active], valid[active] = whole.cpu.avg, whole.cpu.stdev, whole.cpu.valid
         now = snapshot.taken_at
-        self.history.record(table, now, avg, stdev, valid)
-        self._one_sample_source = bool((avg[valid] > 0).any() and not (stdev[valid] > 0).any())
         capacity = self._capacity.of(table).astype(np.float64)
-        self._capacity_at_record = capacity
         window = snapshot.metrics.window
         start = float(window.start) if window.end > window.start else now - self.args.peak_window
         end = float(window.end) if window.end > window.start else now
         self._window = Window(start, end)
+        placed_since = None
+        if self.args.seasonal:
+            recent = table.index(f"{self._index_name}/recent", self._build_recent)
+            placed_since = recent.placed_since(now, self._window, capacity)
+        self.history.record(table, now, avg, stdev, valid, placed_since)
+        self._one_sample_source = bool((avg[valid] > 0).any() and not (stdev[valid] > 0).any())
+        self._capacity_at_record = capacity
         inflight = table.index(self._index_name, self._build_inflight)
         lessons = inflight.new_window(
             self._window, avg * capacity / 100.0, stdev * capacity / 100.0, valid, capacity

@@ -7,7 +7,8 @@ seasonal rise, checked against what came"). Added whole, it made nodes whose aft
 high look fuller than they were and nodes that had just taken VMs at night look emptier.
 
 So the plugin checks its own forecast. Once an hour it writes down each node's mean and the rise
-it remembers; a horizon later it has seen how high the node's mean really went, and it fits
+it remembers; a horizon later it has seen how high the node's mean really went (less what the pods
+placed on it after the forecast show: ``recentplacements``), and it fits
 ``rise that came = offset + slope x rise remembered`` by least squares over every node and hour
 that came true, older hours weighing less (``DECAY``). The prediction adds the fitted rise
 (``slope`` kept in [0, 1]: a pattern is never amplified nor inverted); until ``MIN_PAIRS``
@@ -17,6 +18,7 @@ node-hours have come true (a day and a horizon at least), the rise as remembered
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -68,12 +70,23 @@ class RiseCalibration:
         """Decayed count, sum x, sum y, sum x^2, sum x*y (x: rise remembered, y: rise that came)."""
         self._logged_slope: float | None = None
 
-    def observe(self, now: float, mean: FloatArray, rise: FloatArray, patterned: BoolArray) -> None:
-        """A snapshot: ``mean`` per slot (NaN without a reading), the ``rise`` remembered, and which
-        slots remember a pattern (only those test it)."""
+    def observe(
+        self,
+        now: float,
+        mean: FloatArray,
+        rise: FloatArray,
+        patterned: BoolArray,
+        placed_since: Callable[[float], FloatArray] | None = None,
+    ) -> None:
+        """A snapshot: ``mean`` per slot (NaN without a reading), the ``rise`` remembered, which
+        slots remember a pattern (only those test it), and what the pods placed after a given
+        time show in ``mean`` per slot (taken out of what came: the forecast was of the pods then)."""
         for forecast in self._running:
             size = len(forecast.highest)
-            forecast.highest = np.fmax(forecast.highest, _fitted(mean, size))
+            seen = _fitted(mean, size)
+            if placed_since is not None:
+                seen = seen - _fitted(placed_since(forecast.made_at), size)
+            forecast.highest = np.fmax(forecast.highest, seen)
         while self._running and now - self._running[0].made_at >= self.horizon:
             self._come_true(self._running.pop(0))
         if not self._running or now - self._running[-1].made_at >= HOUR:

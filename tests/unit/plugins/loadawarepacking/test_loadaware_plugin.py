@@ -19,6 +19,8 @@ from secondary_scheduler.plugins.loadawarepacking.scoring import Spill, score_ba
 from secondary_scheduler.plugins.registry import in_tree_registry
 
 CAPACITY = CORES * 1000
+NO_UNCERTAINTY = {"inflightUncertainty": 0}
+"""For tests of another part's exact figures: the in-flight margin has its own test."""
 
 
 def test_it_is_registered_in_tree() -> None:
@@ -68,7 +70,7 @@ async def test_a_class_is_learned_from_the_step_its_pods_make_on_a_node() -> Non
 
 
 async def test_pods_bound_since_the_window_began_count_by_the_share_the_mean_lacks() -> None:
-    world = World({"a": CORES})
+    world = World({"a": CORES}, NO_UNCERTAINTY)
     world.cpu = {"a": (0.0, 0.0)}
     await world.refresh()  # window [START - 900, START]
     lag = world.plugin.args.metrics_lag
@@ -105,6 +107,34 @@ async def test_pods_bound_since_the_window_began_count_by_the_share_the_mean_lac
     )
 
 
+async def test_unmeasured_pods_of_unknown_spread_add_headroom_as_independent_draws() -> None:
+    """Each in-flight pod of an unsteady class adds its unseen estimate x its class's spread (0.6
+    while unknown), at most up to its limit, summed as the root of the squares and times
+    ``inflightUncertainty``."""
+    world = World({"a": CORES, "b": CORES, "c": CORES}, {"burstMargin": 0})
+    world.cpu = {"a": (0.0, 0.0), "b": (0.0, 0.0), "c": (0.0, 0.0)}
+    await world.refresh()
+    z = world.plugin.args.inflight_uncertainty
+    assert z == 2.0
+    probe = vm("probe", request="0", limit="0")  # adds nothing itself
+    after = START + 10  # bound after the window: wholly unseen
+    share = 100 * 1000 * 1.5 / CAPACITY  # no limit, nothing learned: request x defaultUsageFactor
+    world.place(vm("one", node_name="a", bound_at=after, request="1000m"), "a")
+    for name in ("two", "three", "four"):
+        world.place(vm(name, node_name="b", bound_at=after, request="1000m"), "b")
+    # predicted at its limit (nothing learned yet): it cannot use more
+    world.place(vm("capped", node_name="c", bound_at=after, request="1000m", limit="1500m"), "c")
+    predicted = world.predicted(probe)
+    assert predicted["a"] == pytest.approx(share + z * 0.6 * share)
+    assert predicted["b"] == pytest.approx(3 * share + z * 0.6 * share * math.sqrt(3))
+    assert predicted["c"] == pytest.approx(share)
+    without = World({"a": CORES}, {"burstMargin": 0, **NO_UNCERTAINTY})
+    without.cpu = {"a": (0.0, 0.0)}
+    await without.refresh()
+    without.place(vm("one", node_name="a", bound_at=after, request="1000m"), "a")
+    assert without.predicted(probe)["a"] == pytest.approx(share)
+
+
 async def test_the_score_reads_a_peak_not_the_mean() -> None:
     world = World({"steady": CORES, "spiky": CORES})
     world.cpu = {"steady": (55.0, 0.0), "spiky": (50.0, 10.0)}
@@ -123,7 +153,7 @@ async def test_the_score_reads_a_peak_not_the_mean() -> None:
 
 
 async def test_it_balances_under_the_target_and_never_crosses_it() -> None:
-    world = World({"cold": CORES, "warm": CORES, "near": CORES, "hot": CORES})
+    world = World({"cold": CORES, "warm": CORES, "near": CORES, "hot": CORES}, NO_UNCERTAINTY)
     world.cpu = {"cold": (20.0, 0.0), "warm": (55.0, 0.0), "near": (68.0, 0.0), "hot": (95.0, 0.0)}
     await world.refresh()
     scores, _ = world.score(vm("p", limit="800m"))  # +5 %
@@ -175,7 +205,7 @@ async def test_the_filter_is_off_by_default_and_keeps_pods_under_the_hard_thresh
 
 
 async def test_stale_metrics_hold_the_last_peaks_and_say_so(caplog: pytest.LogCaptureFixture) -> None:
-    world = World({"a": CORES, "b": CORES}, {"metricsStalenessLimit": "2m"})
+    world = World({"a": CORES, "b": CORES}, {"metricsStalenessLimit": "2m", **NO_UNCERTAINTY})
     world.cpu = {"a": (30.0, 0.0), "b": (60.0, 0.0)}
     await world.refresh()
     fresh, note = world.score(vm("p", limit="800m"))
@@ -329,7 +359,7 @@ async def test_a_burst_on_a_source_with_little_history_is_counted_once_and_taugh
     15 minutes had passed, and a burst of VMs using 70 % of their limits filled the cluster in
     the plugin's eyes long before it was full.
     """
-    world = World({"a": CORES, "b": CORES})
+    world = World({"a": CORES, "b": CORES}, NO_UNCERTAINTY)
     noise = 0.5  # the source already holds a minute of samples: the nodes' noise shows
     world.cpu = {"a": (10.0, noise), "b": (10.0, noise)}
     await world.refresh()
@@ -360,7 +390,7 @@ async def test_a_baseline_of_one_sample_is_read_again_from_the_data_since() -> N
     point under the node's 10 %), the deviation 0. A node anchored on it and packed to the target
     ends over by that point; every later window holds the samples since, before the pods show
     and after (less the pods' share of them), so the node is read again from those."""
-    world = World({"a": CORES, "b": CORES})
+    world = World({"a": CORES, "b": CORES}, NO_UNCERTAINTY)
     world.cpu = {"a": (9.0, 0.0), "b": (50.0, 0.0)}  # one sample each
     await world.refresh()
     lag = world.plugin.args.metrics_lag
@@ -506,13 +536,18 @@ async def test_adaptive_packs_a_steady_class_and_balances_one_whose_pods_use_ali
     scores, note = world.score(vm("p3", flavor="wavy"))
     assert max(scores, key=scores.__getitem__) == "cold"
     assert "spread" in note.how_estimated and "steady" not in note.how_estimated  # ~50 %
-    # A steady pod just placed counts its estimate alone; one of the spread class its burst margin too.
+    # A steady pod just placed counts its estimate alone; one of the spread class its burst margin
+    # and its class's spread (inflightUncertainty deviations) too.
     probe = vm("probe", request="0", limit="0")
     world.place(vm("p2", flavor="small"), "warm")
     world.place(vm("p3", flavor="wavy"), "cold")
     predicted = world.predicted(probe)
     assert predicted["warm"] == pytest.approx(55 + 100 * estimator.estimate_one(steady) / CAPACITY)
-    assert predicted["cold"] == pytest.approx(20 + 100 * 1.2 * estimator.estimate_one(spread) / CAPACITY)
+    deviations = world.plugin.args.inflight_uncertainty * estimator.spreads()[spread.class_id]
+    assert deviations > 0.5
+    assert predicted["cold"] == pytest.approx(
+        20 + 100 * (1.2 + deviations) * estimator.estimate_one(spread) / CAPACITY
+    )
     with pytest.raises(ValidationError, match="steadySpread"):
         validated_args(LoadAwarePacking, {**PROMETHEUS, "steadySpread": 0})
 

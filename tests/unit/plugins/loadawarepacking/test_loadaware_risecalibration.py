@@ -6,10 +6,12 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from tests.unit.plugins.loadawarepacking.world import CORES, World, node, vm
+from tests.unit.plugins.loadawarepacking.world import CORES, START, World, node, vm
 
-from secondary_scheduler.framework import NodeTable
+from secondary_scheduler.framework import NodeTable, PodInfo
 from secondary_scheduler.plugins.loadawarepacking.history import HOUR, NodeHistory
+from secondary_scheduler.plugins.loadawarepacking.inflight import Window
+from secondary_scheduler.plugins.loadawarepacking.recentplacements import RecentPlacements
 from secondary_scheduler.plugins.loadawarepacking.risecalibration import MIN_PAIRS, RiseCalibration, RiseFit
 
 NODES = 300
@@ -51,6 +53,53 @@ def test_a_rise_that_foretells_nothing_is_replaced_by_what_came_on_average() -> 
     assert fit.offset == pytest.approx(5.0, abs=0.6)  # half the hours rise 10 points, half none
     weighed = calibration.calibrated(np.array([0.0, 40.0]), np.ones(2, dtype=np.bool_))
     assert weighed[1] - weighed[0] < 2.0
+
+
+def test_what_pods_placed_after_a_forecast_show_is_not_taken_for_its_rise() -> None:
+    """Balance sends the next pods to the nodes it predicted lowest: their use, in the mean a day
+    later, is not a rise of the pods the forecast was about."""
+    weighed = RiseCalibration(horizon=2 * HOUR)
+    raw = RiseCalibration(horizon=2 * HOUR)
+    rng = np.random.default_rng(3)
+    base = rng.uniform(10, 40, NODES)
+    patterned = np.ones(NODES, dtype=np.bool_)
+    for k in range(72):
+        now = k * HOUR
+        means = base + 5.0 * k  # 5 points of new pods every hour, the old ones flat
+
+        def placed_since(when: float, now: float = now) -> np.ndarray:
+            return np.full(NODES, 5.0 * (now - when) / HOUR)
+
+        remembered = rng.uniform(0, 30, NODES)
+        weighed.observe(now, means, remembered, patterned, placed_since)
+        raw.observe(now, means, remembered, patterned)
+    assert raw.fit is not None and raw.fit.offset == pytest.approx(10.0, abs=0.5)  # two hours of new pods
+    assert weighed.fit is not None and weighed.fit.offset == pytest.approx(0.0, abs=1e-9)
+    assert weighed.fit.slope == pytest.approx(0.0, abs=1e-9)
+
+
+async def test_recent_placements_show_what_the_window_holds_of_pods_placed_after_a_time() -> None:
+    world = World({"a": CORES, "b": CORES})
+    recent = RecentPlacements(world.table, world.plugin.estimator, lambda: world.now, keep=2 * HOUR)
+    capacity = np.zeros(world.table.capacity)
+    a, b = world.table.slot_of("a"), world.table.slot_of("b")
+    capacity[[a, b]] = CORES * 1000.0
+    lag = world.plugin.args.metrics_lag
+
+    def placed(name: str, node_name: str, slot: int, bound_at: float) -> PodInfo:
+        info = world.place(vm(name, node_name=node_name, bound_at=bound_at, limit="1600m"), node_name)
+        recent.pod_placed(slot, info, {})  # 10 % of a node: its limit before anything is learned
+        return info
+
+    placed("early", "a", a, START - HOUR)
+    placed("half", "a", a, START - 450 - lag)
+    gone = placed("gone", "b", b, START - 1000)
+    placed("old", "b", b, START - 3 * HOUR)
+    recent.pod_removed(b, gone, {})
+    placed_since = recent.placed_since(START, Window(START - 900, START), capacity)
+    assert placed_since(START - 2 * HOUR)[[a, b]].tolist() == pytest.approx([15.0, 0.0])
+    assert placed_since(START - 1800)[[a, b]].tolist() == pytest.approx([5.0, 0.0])  # half in the window
+    assert len(recent) == 2  # "old" is past the horizon, "gone" left
 
 
 def test_until_enough_hours_came_true_the_rise_is_as_remembered() -> None:
