@@ -83,9 +83,10 @@ class LoadAwarePackingArgs(TrimaranArgs):
     inflight_uncertainty: float = Field(2.0, ge=0, le=5)
     """Standard deviations of headroom for what in-flight pods of unsteady classes may use beyond
     their estimate: each adds its unseen share x its class's spread (0.6 before its class has 10
-    readings), summed as independent draws (root of the sum of squares). A VM's level is its own
-    and unknown until it runs; a node holding many such pods unmeasured is the likelier to end
-    high (replay: 4 % fewer node-minutes over target at 2 than at 0, docs/loadaware.md). 0: none."""
+    readings), never past its CPU limit, summed as independent draws (root of the sum of squares).
+    A VM's level is its own and unknown until it runs (replay, with the seasonal fit checked
+    against its own pods: 2-8 % fewer node-minutes over target on three of four weeks than
+    without either, docs/benchmarks.md). 0: none."""
     seasonal: bool = True
     """Remember each node's hourly use by hour of day and of week, and add the rise the next
     seasonalHorizon held in the previous days (weeks)."""

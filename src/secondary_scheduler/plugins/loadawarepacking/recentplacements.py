@@ -4,12 +4,12 @@
 went over the next day. The mean a day later also holds the pods placed on the node since, and
 Balance places them on the nodes it predicted lowest: checked against the raw mean, the forecast
 seemed to explain less than it did (replay: the fit learned slope 0.0-0.3 and an offset of 13
-points; against the forecast's own pods, read from the trace, the rise that came was 6.5 + 0.51 x
-remembered). So what came is read with the pods placed after the forecast taken out, each at its
-estimate times the share of it the window shows.
+points; against the forecast's own pods, read from the trace, the rise that came was about 6
+points + 0.5 x remembered). So what came is read with the pods placed after the forecast taken
+out, each at its estimate times the share of it the window shows.
 
 A NodeTable ``PodIndex`` of every pod bound (by anyone) or assumed within the horizon, still on
-its node; older rows are dropped as the horizon passes.
+its node; rows of pods gone or bound longer ago are dropped once enough have gathered.
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ from secondary_scheduler.plugins.loadawarepacking.estimator import UsageEstimato
 from secondary_scheduler.plugins.loadawarepacking.inflight import Window, bound_time
 
 _COMPACT_AT = 1024
-"""Expired rows dropped once this many have gathered (not at every snapshot)."""
+"""Rows of pods gone (preemption's dry runs remove and re-add pods) or bound past the horizon are
+dropped once this many have gathered, not at every snapshot."""
 
 
 class RecentPlacements:
@@ -46,6 +47,8 @@ class RecentPlacements:
         self._request: list[float] = []
         self._limit: list[float] = []
         self._alive: list[bool] = []
+        self._dead = 0
+        """Rows whose pod left its node (or was placed again: a new row)."""
         for pod, slot in table.all_pods():
             self.pod_placed(slot, pod, {})
 
@@ -61,6 +64,7 @@ class RecentPlacements:
         previous = self._rows.pop(pod.key, None)
         if previous is not None:
             self._alive[previous] = False
+            self._dead += 1
         shape = self.estimator.shape(pod)
         self._rows[pod.key] = len(self._slot)
         self._slot.append(slot)
@@ -74,6 +78,7 @@ class RecentPlacements:
         row = self._rows.pop(pod.key, None)
         if row is not None:
             self._alive[row] = False
+            self._dead += 1
 
     def placed_since(self, now: float, window: Window, capacity: FloatArray) -> Callable[[float], FloatArray]:
         """A function of a time ``since``: per table slot, percent of its ``capacity`` (millicores)
@@ -102,15 +107,20 @@ class RecentPlacements:
         return since
 
     def _expire(self, now: float) -> None:
-        """Drop the rows bound more than ``keep`` ago once enough have gathered."""
-        old = sum(1 for bound in self._bound_at[:_COMPACT_AT] if now - bound > self.keep)
-        if old < _COMPACT_AT:
-            return
+        """Drop the rows of pods gone or bound more than ``keep`` ago once enough have gathered."""
         # rows are appended as pods are placed: bind times almost ordered, so the old ones lead
-        keep = [row for row, bound in enumerate(self._bound_at) if now - bound <= self.keep]
+        old = sum(1 for bound in self._bound_at[:_COMPACT_AT] if now - bound > self.keep)
+        if old + self._dead < _COMPACT_AT:
+            return
+        keep = [
+            row
+            for row, (bound, alive) in enumerate(zip(self._bound_at, self._alive, strict=True))
+            if alive and now - bound <= self.keep
+        ]
         renumber = {row: index for index, row in enumerate(keep)}
         for name in ("_slot", "_bound_at", "_class_id", "_request", "_limit", "_alive"):
             column = getattr(self, name)
             setattr(self, name, [column[row] for row in keep])
         self._rows = {key: renumber[row] for key, row in self._rows.items() if row in renumber}
+        self._dead = 0
         self._stamps = {key: bound for key, bound in self._stamps.items() if now - bound <= self.keep}

@@ -81,14 +81,16 @@ class RiseCalibration:
         """A snapshot: ``mean`` per slot (NaN without a reading), the ``rise`` remembered, which
         slots remember a pattern (only those test it), and what the pods placed after a given
         time show in ``mean`` per slot (taken out of what came: the forecast was of the pods then)."""
+        # Due first: a reading past a forecast's horizon is not what it foretold (snapshots are fed
+        # at scheduling cycles, so one may come hours late), nor are the pods placed meanwhile known.
+        while self._running and now - self._running[0].made_at > self.horizon:
+            self._come_true(self._running.pop(0))
         for forecast in self._running:
             size = len(forecast.highest)
             seen = _fitted(mean, size)
             if placed_since is not None:
                 seen = seen - _fitted(placed_since(forecast.made_at), size)
             forecast.highest = np.fmax(forecast.highest, seen)
-        while self._running and now - self._running[0].made_at >= self.horizon:
-            self._come_true(self._running.pop(0))
         if not self._running or now - self._running[-1].made_at >= HOUR:
             tested = np.where(patterned, mean, np.nan)
             self._running.append(_Forecast(now, tested, rise.copy(), tested.copy()))

@@ -12,7 +12,12 @@ from secondary_scheduler.framework import NodeTable, PodInfo
 from secondary_scheduler.plugins.loadawarepacking.history import HOUR, NodeHistory
 from secondary_scheduler.plugins.loadawarepacking.inflight import Window
 from secondary_scheduler.plugins.loadawarepacking.recentplacements import RecentPlacements
-from secondary_scheduler.plugins.loadawarepacking.risecalibration import MIN_PAIRS, RiseCalibration, RiseFit
+from secondary_scheduler.plugins.loadawarepacking.risecalibration import (
+    DECAY,
+    MIN_PAIRS,
+    RiseCalibration,
+    RiseFit,
+)
 
 NODES = 300
 
@@ -53,6 +58,18 @@ def test_a_rise_that_foretells_nothing_is_replaced_by_what_came_on_average() -> 
     assert fit.offset == pytest.approx(5.0, abs=0.6)  # half the hours rise 10 points, half none
     weighed = calibration.calibrated(np.array([0.0, 40.0]), np.ones(2, dtype=np.bool_))
     assert weighed[1] - weighed[0] < 2.0
+
+
+def test_a_reading_past_the_horizon_is_not_what_the_forecast_foretold() -> None:
+    """Snapshots are fed at scheduling cycles: after a quiet night the next may come hours late."""
+    calibration = RiseCalibration(horizon=2 * HOUR)
+    patterned = np.ones(NODES, dtype=np.bool_)
+    calibration.observe(0.0, np.full(NODES, 20.0), np.zeros(NODES), patterned)
+    calibration.observe(HOUR, np.full(NODES, 20.0), np.zeros(NODES), patterned)
+    calibration.observe(5 * HOUR, np.full(NODES, 50.0), np.zeros(NODES), patterned)
+    count, _, came, _, _ = calibration._sums.tolist()
+    assert count == pytest.approx(NODES * DECAY + NODES)  # both came true at 5 h, without its reading
+    assert came == 0.0
 
 
 def test_what_pods_placed_after_a_forecast_show_is_not_taken_for_its_rise() -> None:
@@ -100,6 +117,14 @@ async def test_recent_placements_show_what_the_window_holds_of_pods_placed_after
     assert placed_since(START - 2 * HOUR)[[a, b]].tolist() == pytest.approx([15.0, 0.0])
     assert placed_since(START - 1800)[[a, b]].tolist() == pytest.approx([5.0, 0.0])  # half in the window
     assert len(recent) == 2  # "old" is past the horizon, "gone" left
+    # Preemption's dry runs remove and re-add pods: the rows they leave behind are dropped.
+    half = next(info for info, _ in world.table.all_pods() if info.name == "half")
+    for _ in range(1100):
+        recent.pod_removed(a, half, {})
+        recent.pod_placed(a, half, {})
+    placed_since = recent.placed_since(START, Window(START - 900, START), capacity)
+    assert placed_since(START - 1800)[[a, b]].tolist() == pytest.approx([5.0, 0.0])  # its bind time kept
+    assert len(recent._slot) == 2
 
 
 def test_until_enough_hours_came_true_the_rise_is_as_remembered() -> None:
@@ -118,7 +143,7 @@ def test_only_nodes_with_a_pattern_and_a_reading_test_it_and_a_slot_given_to_ano
     means = np.array([10.0, 10.0, 10.0, np.nan])
     calibration.observe(0.0, means, np.zeros(4), patterned)
     calibration.forget(1)
-    calibration.observe(HOUR, means, np.zeros(4), patterned)
+    calibration.observe(HOUR + 1.0, means, np.zeros(4), patterned)  # past the horizon: it came true
     assert calibration._sums[0] == 1.0  # slot 0 only: 1 was forgotten, 2 has no pattern, 3 no reading
 
 
