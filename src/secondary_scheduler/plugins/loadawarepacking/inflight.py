@@ -136,6 +136,35 @@ def bound_time(pod: PodInfo, now: float) -> float:
     return now
 
 
+class BindStamps:
+    """When each pod was bound, kept across a remove and re-add (assumed, then bound; preemption's
+    dry runs): a pod placed again keeps its first stamp."""
+
+    def __init__(self) -> None:
+        self.by_key: dict[str, float] = {}
+
+    def __len__(self) -> int:
+        return len(self.by_key)
+
+    def placed(self, pod: PodInfo, now: float, past: Callable[[float], bool]) -> float | None:
+        """The pod's stamp (``bound_time`` the first time it is placed), or None, and the stamp
+        forgotten, if ``past(stamp)``: bound too long ago for the index to hold it."""
+        stamp = self.by_key.get(pod.key)
+        if stamp is None:
+            stamp = self.by_key[pod.key] = bound_time(pod, now)
+        if past(stamp):
+            del self.by_key[pod.key]
+            return None
+        return stamp
+
+    def forget(self, key: str) -> None:
+        self.by_key.pop(key, None)
+
+    def keep_only(self, wanted: Callable[[str, float], bool]) -> None:
+        """Forget every stamp but those ``wanted(key, stamp)`` says to keep."""
+        self.by_key = {key: stamp for key, stamp in self.by_key.items() if wanted(key, stamp)}
+
+
 class InFlightPods:
     """The NodeTable index of pods whose use the metrics do not fully show yet."""
 
@@ -154,8 +183,7 @@ class InFlightPods:
         self.clock = clock
         self.baseline_of = baseline_of
         self._rows: dict[str, int] = {}
-        self._stamps: dict[str, float] = {}
-        """Pod key -> bind time, kept across a remove and re-add (assumed, then bound; dry runs)."""
+        self._stamps = BindStamps()
         size = 64
         self.slot: IntArray = np.zeros(size, dtype=np.int64)
         self.bound_at: FloatArray = np.zeros(size)
@@ -193,11 +221,8 @@ class InFlightPods:
 
     def pod_placed(self, slot: int, pod: PodInfo, labels: Mapping[str, str]) -> None:
         now = self.clock()
-        bound = self._stamps.get(pod.key)
+        bound = self._stamps.placed(pod, now, self._settled)
         if bound is None:
-            bound = self._stamps[pod.key] = bound_time(pod, now)
-        if self._settled(bound):
-            self._stamps.pop(pod.key, None)
             return
         shape = self.estimator.shape(pod)
         previous = self._rows.pop(pod.key, None)
@@ -335,7 +360,7 @@ class InFlightPods:
         lessons = self._readings(pending_slots, level, means, stdevs, measured, capacity)
         for key, row in [(key, row) for key, row in self._rows.items() if done[row]]:
             del self._rows[key]
-            self._stamps.pop(key, None)
+            self._stamps.forget(key)
             self.alive[row] = False
         for slot in [slot for slot in self.groups if slot not in pending_slots]:
             group = self.groups.pop(slot)
@@ -548,4 +573,4 @@ class InFlightPods:
     def _forget_old_stamps(self) -> None:
         """Stamps of pods no longer placed and bound before the window are of no use any more."""
         if len(self._stamps) > 2 * len(self._rows) + 1024:
-            self._stamps = {key: stamp for key, stamp in self._stamps.items() if key in self._rows}
+            self._stamps.keep_only(lambda key, _: key in self._rows)

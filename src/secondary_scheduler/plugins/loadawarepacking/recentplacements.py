@@ -22,7 +22,7 @@ from secondary_scheduler.framework.aliases import FloatArray
 from secondary_scheduler.framework.nodetable import NodeTable
 from secondary_scheduler.framework.podinfo import PodInfo
 from secondary_scheduler.plugins.loadawarepacking.estimator import UsageEstimator
-from secondary_scheduler.plugins.loadawarepacking.inflight import Window, bound_time
+from secondary_scheduler.plugins.loadawarepacking.inflight import BindStamps, Window
 
 _COMPACT_AT = 1024
 """Rows of pods gone (preemption's dry runs remove and re-add pods) or bound past the horizon are
@@ -39,8 +39,7 @@ class RecentPlacements:
         self.clock = clock
         self.keep = keep
         self._rows: dict[str, int] = {}
-        self._stamps: dict[str, float] = {}
-        """Pod key -> bind time, kept across a remove and re-add (assumed, then bound; dry runs)."""
+        self._stamps = BindStamps()
         self._slot: list[int] = []
         self._bound_at: list[float] = []
         self._class_id: list[int] = []
@@ -57,9 +56,8 @@ class RecentPlacements:
 
     def pod_placed(self, slot: int, pod: PodInfo, labels: Mapping[str, str]) -> None:
         now = self.clock()
-        bound = self._stamps.setdefault(pod.key, bound_time(pod, now))
-        if now - bound > self.keep:
-            self._stamps.pop(pod.key, None)
+        bound = self._stamps.placed(pod, now, lambda stamp: now - stamp > self.keep)
+        if bound is None:
             return
         previous = self._rows.pop(pod.key, None)
         if previous is not None:
@@ -123,4 +121,4 @@ class RecentPlacements:
             setattr(self, name, [column[row] for row in keep])
         self._rows = {key: renumber[row] for key, row in self._rows.items() if row in renumber}
         self._dead = 0
-        self._stamps = {key: bound for key, bound in self._stamps.items() if now - bound <= self.keep}
+        self._stamps.keep_only(lambda _, bound: now - bound <= self.keep)
