@@ -136,6 +136,13 @@ def bound_time(pod: PodInfo, now: float) -> float:
     return now
 
 
+def visible_share(bound_at: FloatArray, window: Window, lag: float) -> FloatArray:
+    """The share of the use of pods bound at ``bound_at`` that ``window``'s mean holds, their use
+    showing ``lag`` seconds after binding."""
+    span = max(window.end - window.start, 1e-9)
+    return np.clip((window.end - (bound_at + lag)) / span, 0.0, 1.0)
+
+
 class BindStamps:
     """When each pod was bound, kept across a remove and re-add (assumed, then bound; preemption's
     dry runs): a pod placed again keeps its first stamp."""
@@ -335,10 +342,7 @@ class InFlightPods:
 
     def visible_share(self, bound_at: FloatArray) -> FloatArray:
         """The share of each pod's use the current window's mean holds."""
-        lag = self.estimator.args.metrics_lag
-        start, end = self.window.start, self.window.end
-        span = max(end - start, 1e-9)
-        return np.clip((end - (bound_at + lag)) / span, 0.0, 1.0)
+        return visible_share(bound_at, self.window, self.estimator.args.metrics_lag)
 
     # -- per snapshot ------------------------------------------------------------------------
 

@@ -22,7 +22,7 @@ from secondary_scheduler.framework.aliases import FloatArray
 from secondary_scheduler.framework.nodetable import NodeTable
 from secondary_scheduler.framework.podinfo import PodInfo
 from secondary_scheduler.plugins.loadawarepacking.estimator import UsageEstimator
-from secondary_scheduler.plugins.loadawarepacking.inflight import BindStamps, Window
+from secondary_scheduler.plugins.loadawarepacking.inflight import BindStamps, Window, visible_share
 
 _COMPACT_AT = 1024
 """Rows of pods gone (preemption's dry runs remove and re-add pods) or bound past the horizon are
@@ -46,8 +46,6 @@ class RecentPlacements:
         self._request: list[float] = []
         self._limit: list[float] = []
         self._alive: list[bool] = []
-        self._dead = 0
-        """Rows whose pod left its node (or was placed again: a new row)."""
         for pod, slot in table.all_pods():
             self.pod_placed(slot, pod, {})
 
@@ -62,7 +60,6 @@ class RecentPlacements:
         previous = self._rows.pop(pod.key, None)
         if previous is not None:
             self._alive[previous] = False
-            self._dead += 1
         shape = self.estimator.shape(pod)
         self._rows[pod.key] = len(self._slot)
         self._slot.append(slot)
@@ -76,7 +73,6 @@ class RecentPlacements:
         row = self._rows.pop(pod.key, None)
         if row is not None:
             self._alive[row] = False
-            self._dead += 1
 
     def placed_since(self, now: float, window: Window, capacity: FloatArray) -> Callable[[float], FloatArray]:
         """A function of a time ``since``: per table slot, percent of its ``capacity`` (millicores)
@@ -90,9 +86,7 @@ class RecentPlacements:
         estimate = self.estimator.estimate(
             np.asarray(self._class_id, dtype=np.int64), np.asarray(self._request), np.asarray(self._limit)
         )
-        lag = self.estimator.args.metrics_lag
-        span = max(window.end - window.start, 1e-9)
-        shown = np.clip((window.end - (bound + lag)) / span, 0.0, 1.0)
+        shown = visible_share(bound, window, self.estimator.args.metrics_lag)
         safe = np.minimum(slot, size - 1)
         divisor = np.where((slot < size) & (capacity[safe] > 0), capacity[safe], np.inf)
         percent = np.where(np.asarray(self._alive, dtype=np.bool_), 100.0 * estimate * shown / divisor, 0.0)
@@ -108,7 +102,8 @@ class RecentPlacements:
         """Drop the rows of pods gone or bound more than ``keep`` ago once enough have gathered."""
         # rows are appended as pods are placed: bind times almost ordered, so the old ones lead
         old = sum(1 for bound in self._bound_at[:_COMPACT_AT] if now - bound > self.keep)
-        if old + self._dead < _COMPACT_AT:
+        dead = len(self._slot) - len(self._rows)  # every live row is some pod's
+        if old + dead < _COMPACT_AT:
             return
         keep = [
             row
@@ -120,5 +115,4 @@ class RecentPlacements:
             column = getattr(self, name)
             setattr(self, name, [column[row] for row in keep])
         self._rows = {key: renumber[row] for key, row in self._rows.items() if row in renumber}
-        self._dead = 0
         self._stamps.keep_only(lambda _, bound: now - bound <= self.keep)
