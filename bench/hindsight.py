@@ -102,6 +102,13 @@ class FutureUse:
         use[~alive | np.isnan(use)] = 0.0
         self.use = use
         self.columns = columns
+        self.first = (np.array(starts, dtype=np.float64) // step).astype(np.int64)
+        """Each pod's first step on the grid."""
+        self.class_of = np.zeros(len(columns), dtype=np.int64)
+        """Each pod's class (its instance type, else its owner) as a number below ``class_count``."""
+        self.class_count = len(classes)
+        for number, members in enumerate(classes.values()):
+            self.class_of[members] = number
         self.class_mean: dict[int, Cores] = {}
         for members in classes.values():
             rows = use[:, members]
