@@ -42,12 +42,17 @@ Cores = npt.NDArray[np.float32]
 """A pod's CPU use in cores per step of the grid (float32: a week of 15,000 pods is ~120 MB)."""
 
 
-class HindsightArgs(TrimaranArgs):
+class TraceBoundArgs(TrimaranArgs):
+    """What every replay bound reading the replayed trace is told (this one and podmetricsbound's)."""
+
     trace: str = Field(description="The trace being replayed (the same as --trace).")
     trace_format: Literal["secsched", "azure"] = "secsched"
     horizon_seconds: float = Field(86400.0, gt=0, description="How far ahead a node's use is looked at.")
     step_seconds: float = Field(300.0, gt=0, description="The time grid (the traces' sample interval).")
     target_utilization: float = Field(70.0, gt=0, le=100)
+
+
+class HindsightArgs(TraceBoundArgs):
     objective: Literal["Peak", "OverTarget"] = "Peak"
     know_new_pod: bool = Field(
         True,

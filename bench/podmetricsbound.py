@@ -32,14 +32,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import ClassVar
 
 import numpy as np
 import numpy.typing as npt
 from pydantic import Field
 from scipy.ndimage import uniform_filter1d
 
-from bench.hindsight import FutureUse
+from bench.hindsight import FutureUse, TraceBoundArgs
 from secondary_scheduler.framework.aliases import IntArray, Slots
 from secondary_scheduler.framework.events import ClusterEventWithHint
 from secondary_scheduler.framework.handle import Handle
@@ -48,23 +48,18 @@ from secondary_scheduler.framework.nodetable import NodeTable
 from secondary_scheduler.framework.podinfo import PodInfo
 from secondary_scheduler.framework.resources import CPU_COLUMN
 from secondary_scheduler.plugins.loadawarepacking.estimator import cpu_limit
-from secondary_scheduler.plugins.trimaran.args import TrimaranArgs
 from secondary_scheduler.plugins.trimaran.pluginbase import TrimaranPlugin
 
 Forecast = npt.NDArray[np.float64]
 """Cores per step of the grid over the horizon, from the last refresh on."""
 
 
-class PodMetricsArgs(TrimaranArgs):
-    trace: str = Field(description="The trace being replayed (the same as --trace).")
-    trace_format: Literal["secsched", "azure"] = "secsched"
+class PodMetricsArgs(TraceBoundArgs):
     horizon_seconds: float = Field(172800.0, gt=0, description="How far ahead a node's forecast is read.")
-    step_seconds: float = Field(300.0, gt=0, description="The time grid (the traces' sample interval).")
     day_seconds: float = Field(86400.0, gt=0, description="The period of the daily wave.")
     refresh_seconds: float = Field(3600.0, gt=0, description="How often the pods' forecasts are read again.")
     profile_days: int = Field(3, ge=1, description="How many past days a pod's own mean day is taken over.")
     smoothing_steps: int = Field(7, ge=1, description="The moving average over a pod's mean day (noise).")
-    target_utilization: float = Field(70.0, gt=0, le=100)
 
 
 class PastForecasts:

@@ -3,19 +3,14 @@ that a replay runs with it as the only Score plugin."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
-import yaml
 from bench.hindsight import FutureUse
-from click.testing import CliRunner
+from tests.unit.bench.replaybound import replay_alone
 
-from secondary_scheduler.cli.main import cli
-from secondary_scheduler.replay.generate import FleetOptions, FleetTrace
 from secondary_scheduler.replay.trace import PodArrival, TraceHeader, UsageSample, write_trace
 
-REPO = Path(__file__).resolve().parents[3]
 REQUESTS = {"cpu": "100m", "memory": "1Gi"}
 
 
@@ -43,16 +38,5 @@ def test_a_sample_holds_until_the_next_and_nothing_is_used_outside_a_pods_life(t
 
 
 def test_a_replay_places_every_pod_with_hindsight_alone(tmp_path: Path) -> None:
-    trace = tmp_path / "trace.jsonl.gz"
-    fleet = FleetTrace(FleetOptions(vms=30, days=0.5, seed=3))
-    write_trace(trace, fleet.header, fleet.records())
-    config = yaml.safe_load((REPO / "examples/replay/hindsight.yaml").read_text())
-    config["profiles"][0]["pluginConfig"][0]["args"]["trace"] = str(trace)
-    path = tmp_path / "hindsight.yaml"
-    path.write_text(yaml.safe_dump(config))
-    arguments = ["replay", "--plugin", "bench.hindsight:HindsightBalance", "--trace", str(trace)]
-    arguments += ["--nodes", "4", "--node-shape", "16,64Gi", "--config", str(path), "--output", "json"]
-    outcome = CliRunner().invoke(cli, arguments)
-    assert outcome.exit_code == 0, outcome.output
-    (profile,) = json.loads(outcome.stdout)["profiles"]
+    profile = replay_alone(tmp_path, "bench.hindsight:HindsightBalance", "hindsight.yaml", days=0.5)
     assert profile["decisions"] == 30 and profile["unschedulablePods"] == 0

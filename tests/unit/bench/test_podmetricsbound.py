@@ -3,22 +3,17 @@ running pod's samples so far, and that a replay runs with it as the only Score p
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
-import yaml
 from bench.hindsight import FutureUse
 from bench.podmetricsbound import PastForecasts, PodMetricsArgs
-from click.testing import CliRunner
+from tests.unit.bench.replaybound import replay_alone
 from tests.unit.plugins.loadawarepacking.world import vm
 
-from secondary_scheduler.cli.main import cli
 from secondary_scheduler.framework import PodInfo
-from secondary_scheduler.replay.generate import FleetOptions, FleetTrace
 from secondary_scheduler.replay.trace import PodArrival, TraceHeader, UsageSample, write_trace
 
-REPO = Path(__file__).resolve().parents[3]
 REQUESTS = {"cpu": "100m", "memory": "1Gi"}
 STEP = 300.0
 DAY_STEPS = 4
@@ -82,16 +77,7 @@ def test_a_pod_not_measured_is_its_class_mean_on_the_wave_and_before_any_its_lim
 
 
 def test_a_replay_places_every_pod_with_the_bound_alone(tmp_path: Path) -> None:
-    trace = tmp_path / "trace.jsonl.gz"
-    fleet = FleetTrace(FleetOptions(vms=30, days=1.5, seed=3))
-    write_trace(trace, fleet.header, fleet.records())
-    config = yaml.safe_load((REPO / "examples/replay/podmetricsbound.yaml").read_text())
-    config["profiles"][0]["pluginConfig"][0]["args"]["trace"] = str(trace)
-    path = tmp_path / "podmetricsbound.yaml"
-    path.write_text(yaml.safe_dump(config))
-    arguments = ["replay", "--plugin", "bench.podmetricsbound:PodMetricsBalance", "--trace", str(trace)]
-    arguments += ["--nodes", "4", "--node-shape", "16,64Gi", "--config", str(path), "--output", "json"]
-    outcome = CliRunner().invoke(cli, arguments)
-    assert outcome.exit_code == 0, outcome.output
-    (profile,) = json.loads(outcome.stdout)["profiles"]
+    profile = replay_alone(
+        tmp_path, "bench.podmetricsbound:PodMetricsBalance", "podmetricsbound.yaml", days=1.5
+    )
     assert profile["decisions"] == 30 and profile["unschedulablePods"] == 0
