@@ -40,6 +40,8 @@ from secondary_scheduler.replay.trace import PodArrival, UsageBatch, UsageSample
 
 Cores = npt.NDArray[np.float32]
 """A pod's CPU use in cores per step of the grid (float32: a week of 15,000 pods is ~120 MB)."""
+Load = npt.NDArray[np.float64]
+"""Per node (rows) and step of the grid (columns): cores, or percent of the node's CPU."""
 
 
 class TraceBoundArgs(TrimaranArgs):
@@ -101,14 +103,13 @@ class FutureUse:
         index = np.where(filled, np.arange(self.steps)[:, None], 0)
         np.maximum.accumulate(index, axis=0, out=index)
         use = np.take_along_axis(use, index, axis=0)
+        self.first = (np.array(starts, dtype=np.float64) // step).astype(np.int64)
+        """Each pod's first step on the grid."""
         grid = np.arange(self.steps)[:, None] * step
-        first = np.array(starts)[None, :] // step * step
-        alive = (grid >= first) & (grid < np.array(ends)[None, :])
+        alive = (grid >= self.first[None, :] * step) & (grid < np.array(ends)[None, :])
         use[~alive | np.isnan(use)] = 0.0
         self.use = use
         self.columns = columns
-        self.first = (np.array(starts, dtype=np.float64) // step).astype(np.int64)
-        """Each pod's first step on the grid."""
         self.class_of = np.zeros(len(columns), dtype=np.int64)
         """Each pod's class (its instance type, else its owner) as a number below ``class_count``."""
         self.class_count = len(classes)
@@ -159,40 +160,63 @@ class NodeFutures:
         self._add(slot, pod, -1.0)
 
 
-class HindsightBalance(TrimaranPlugin, ScorePlugin):
-    name: ClassVar[str] = "HindsightBalance"
-    args_model = HindsightArgs
+class TraceBound(TrimaranPlugin, ScorePlugin):
+    """A Score plugin for comparison only that reads the replayed trace (``args.trace``) on the
+    replay's clock, keeps its per-node state in a NodeTable index of its own, and scores nodes by
+    their use ahead (``score_by_peak``)."""
 
-    def __init__(self, args: HindsightArgs, handle: Handle) -> None:
+    args: TraceBoundArgs
+
+    def __init__(self, args: TraceBoundArgs, handle: Handle) -> None:
         super().__init__(args, handle)
         self.args = args
         self.clock = self.view.collector.clock
         self.future = FutureUse(Path(args.trace), args.trace_format, args.step_seconds)
-        self._index = f"hindsight/{id(self)}"
+        self._index = f"{self.name}/{id(self)}"
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         return ()
 
-    def score(self, state: CycleState, pod: PodInfo, table: NodeTable, nodes: Slots) -> IntArray:
-        futures = table.index(self._index, lambda t: NodeFutures(t, self.future))
-        now = int((self.clock() - self.future.epoch) // self.args.step_seconds)
-        ahead = slice(now, now + max(1, int(self.args.horizon_seconds // self.args.step_seconds)))
-        mine = self.future.of(pod.key) if self.args.know_new_pod else self.future.expected(pod.key)
+    def now_step(self) -> int:
+        """The replay's now as a step of the trace's grid."""
+        return int((self.clock() - self.future.epoch) // self.args.step_seconds)
+
+    def percent(
+        self, table: NodeTable, nodes: Slots, load: npt.NDArray[np.float64]
+    ) -> npt.NDArray[np.float64]:
+        """``load`` (cores per node and step) as percent of each node's allocatable CPU."""
         cores = table.allocatable[nodes, CPU_COLUMN].astype(np.float64) / 1000.0
-        load = futures.load[nodes, ahead]
-        if mine is not None:
-            load = load + mine[ahead][None, :]
-        percent = 100.0 * load / np.where(cores > 0, cores, 1.0)[:, None]
+        return 100.0 * load / np.where(cores > 0, cores, 1.0)[:, None]
+
+    def score_by_peak(self, percent: Load) -> IntArray:
+        """50-100 for a node whose use ahead peaks under the target (the lower the better), below
+        49 for one that crosses it (the further over, the lower)."""
         target = self.args.target_utilization
         peak = percent.max(axis=1, initial=0.0)
         fits = np.clip(100.0 - peak * 50.0 / target, 50.0, 100.0)
-        if self.args.objective == "OverTarget":
-            before = 100.0 * futures.load[nodes, ahead] / np.where(cores > 0, cores, 1.0)[:, None]
-            added = (percent > target).sum(axis=1) - (before > target).sum(axis=1)
-            crossing = added > 0
-            span = max(1, percent.shape[1])
-            worse = np.maximum(0.0, 49.0 - 49.0 * added / span)
-        else:
-            crossing = peak > target
-            worse = np.maximum(0.0, 49.0 - (peak - target))
-        return np.floor(np.where(crossing, worse, fits)).astype(np.int64)
+        worse = np.maximum(0.0, 49.0 - (peak - target))
+        return np.floor(np.where(peak > target, worse, fits)).astype(np.int64)
+
+
+class HindsightBalance(TraceBound):
+    name: ClassVar[str] = "HindsightBalance"
+    args_model = HindsightArgs
+    args: HindsightArgs
+
+    def score(self, state: CycleState, pod: PodInfo, table: NodeTable, nodes: Slots) -> IntArray:
+        futures = table.index(self._index, lambda t: NodeFutures(t, self.future))
+        now = self.now_step()
+        ahead = slice(now, now + max(1, int(self.args.horizon_seconds // self.args.step_seconds)))
+        mine = self.future.of(pod.key) if self.args.know_new_pod else self.future.expected(pod.key)
+        load = futures.load[nodes, ahead]
+        if mine is not None:
+            load = load + mine[ahead][None, :]
+        percent = self.percent(table, nodes, load)
+        if self.args.objective == "Peak":
+            return self.score_by_peak(percent)
+        target = self.args.target_utilization
+        fits = np.clip(100.0 - percent.max(axis=1, initial=0.0) * 50.0 / target, 50.0, 100.0)
+        before = self.percent(table, nodes, futures.load[nodes, ahead])
+        added = (percent > target).sum(axis=1) - (before > target).sum(axis=1)
+        worse = np.maximum(0.0, 49.0 - 49.0 * added / max(1, percent.shape[1]))
+        return np.floor(np.where(added > 0, worse, fits)).astype(np.int64)

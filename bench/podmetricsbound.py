@@ -30,8 +30,7 @@ its args naming the same ``trace`` as ``--trace`` (examples/replay/podmetricsbou
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from pathlib import Path
+from collections.abc import Mapping
 from typing import ClassVar
 
 import numpy as np
@@ -39,16 +38,13 @@ import numpy.typing as npt
 from pydantic import Field
 from scipy.ndimage import uniform_filter1d
 
-from bench.hindsight import FutureUse, TraceBoundArgs
+from bench.hindsight import FutureUse, TraceBound, TraceBoundArgs
 from secondary_scheduler.framework.aliases import IntArray, Slots
-from secondary_scheduler.framework.events import ClusterEventWithHint
 from secondary_scheduler.framework.handle import Handle
-from secondary_scheduler.framework.interface import CycleState, ScorePlugin
+from secondary_scheduler.framework.interface import CycleState
 from secondary_scheduler.framework.nodetable import NodeTable
 from secondary_scheduler.framework.podinfo import PodInfo
-from secondary_scheduler.framework.resources import CPU_COLUMN
 from secondary_scheduler.plugins.loadawarepacking.estimator import cpu_limit
-from secondary_scheduler.plugins.trimaran.pluginbase import TrimaranPlugin
 
 Forecast = npt.NDArray[np.float64]
 """Cores per step of the grid over the horizon, from the last refresh on."""
@@ -182,25 +178,19 @@ class ForecastLoads:
             self.load[placed[0]] -= placed[1]
 
 
-class PodMetricsBalance(TrimaranPlugin, ScorePlugin):
+class PodMetricsBalance(TraceBound):
     name: ClassVar[str] = "PodMetricsBalance"
     args_model = PodMetricsArgs
+    args: PodMetricsArgs
 
     def __init__(self, args: PodMetricsArgs, handle: Handle) -> None:
         super().__init__(args, handle)
-        self.args = args
-        self.clock = self.view.collector.clock
-        future = FutureUse(Path(args.trace), args.trace_format, args.step_seconds)
-        self.forecasts = PastForecasts(future, args)
+        self.forecasts = PastForecasts(self.future, args)
         self.refresh_steps = max(1, int(args.refresh_seconds // args.step_seconds))
-        self._index = f"podmetricsbound/{id(self)}"
-
-    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
-        return ()
 
     def score(self, state: CycleState, pod: PodInfo, table: NodeTable, nodes: Slots) -> IntArray:
         forecasts = self.forecasts
-        now = int((self.clock() - forecasts.future.epoch) // self.args.step_seconds)
+        now = self.now_step()
         if forecasts.made_at < 0 or now - forecasts.made_at >= self.refresh_steps:
             forecasts.refresh(now)
         loads = table.index(self._index, lambda t: ForecastLoads(t, forecasts))
@@ -211,9 +201,4 @@ class PodMetricsBalance(TrimaranPlugin, ScorePlugin):
         column = forecasts.future.columns.get(pod.key)
         if column is not None:
             load = load + forecasts.of(column, pod)[since:][None, :]
-        cores = table.allocatable[nodes, CPU_COLUMN].astype(np.float64) / 1000.0
-        peak = (100.0 * load / np.where(cores > 0, cores, 1.0)[:, None]).max(axis=1, initial=0.0)
-        target = self.args.target_utilization
-        fits = np.clip(100.0 - peak * 50.0 / target, 50.0, 100.0)
-        worse = np.maximum(0.0, 49.0 - (peak - target))
-        return np.floor(np.where(peak > target, worse, fits)).astype(np.int64)
+        return self.score_by_peak(self.percent(table, nodes, load))
